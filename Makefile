@@ -1,0 +1,49 @@
+# Two commands do everything on a fresh machine with Python 3.11:
+#   make book   set up, build the book, print where the HTML is
+#   make test   set up, run every test (unit tests, ruff, every notebook)
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV ?= .venv
+BIN := $(VENV)/bin
+# Multi30k: ../shared/data on the project's own machines; elsewhere the
+# package downloads it into a user cache folder on first use.
+SHARED_DATA := $(abspath $(wildcard ../shared/data))
+export MINITRANSFORMER_DATA ?= $(SHARED_DATA)
+
+.PHONY: book test unit notebooks lint execute benchmark clean setup
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: requirements.txt pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	# Pinned requirements first (CPU torch), then the package itself.
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+book: setup
+	$(BIN)/jupyter-book build . --all -W -n --keep-going
+	@echo "The book is in $(CURDIR)/_build/html/index.html"
+
+lint: setup
+	$(BIN)/ruff check minitransformer tests benchmarks tools
+
+unit: setup
+	$(BIN)/python -m pytest tests
+
+# Chapters that train for minutes honour MINITRANSFORMER_QUICK=1 (shorter runs).
+notebooks: setup
+	MINITRANSFORMER_QUICK=1 $(BIN)/python -m pytest --nbval-lax --nbval-cell-timeout=1800 notebooks
+
+test: lint unit notebooks
+
+# Re-run every notebook in place with the full settings (refreshes stored outputs).
+execute: setup
+	$(BIN)/python tools/execute_notebooks.py
+
+benchmark: setup
+	$(BIN)/python benchmarks/bench_transformer.py
+
+clean:
+	rm -rf _build

@@ -1,0 +1,48 @@
+"""minitransformer: the Transformer's parts, small, tested and readable.
+
+The companion package of the minitransformer book. Tensors are batch-first;
+bool attention masks mean True = may attend (see :mod:`minitransformer.masks`).
+"""
+
+from .attention import MultiHeadAttention, scaled_dot_product_attention
+from .feedforward import PositionwiseFeedForward
+from .interop import load_torch_attention, load_torch_decoder_layer, load_torch_encoder_layer
+from .layernorm import LayerNorm
+from .layers import Decoder, DecoderLayer, Encoder, EncoderLayer
+from .masks import (
+    causal_mask,
+    padding_mask,
+    to_additive_mask,
+    to_torch_bool_mask,
+    torch_key_padding_mask,
+)
+from .model import Transformer, TransformerConfig
+from .positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding, sinusoidal_table
+from .probe import record_attention
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "scaled_dot_product_attention",
+    "MultiHeadAttention",
+    "PositionwiseFeedForward",
+    "LayerNorm",
+    "SinusoidalPositionalEncoding",
+    "LearnedPositionalEmbedding",
+    "sinusoidal_table",
+    "causal_mask",
+    "padding_mask",
+    "to_torch_bool_mask",
+    "torch_key_padding_mask",
+    "to_additive_mask",
+    "EncoderLayer",
+    "DecoderLayer",
+    "Encoder",
+    "Decoder",
+    "TransformerConfig",
+    "Transformer",
+    "record_attention",
+    "load_torch_attention",
+    "load_torch_encoder_layer",
+    "load_torch_decoder_layer",
+]

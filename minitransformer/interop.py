@@ -1,0 +1,61 @@
+"""Copy weights from PyTorch's own Transformer modules into this package's.
+
+The two implementations compute the same function; only the parameter
+layout differs. ``nn.MultiheadAttention`` keeps the query, key and value
+projections stacked in one ``in_proj_weight`` ``(3D, D)``; here they are
+``w_q``, ``w_k``, ``w_v``. ``nn.TransformerEncoderLayer`` keeps ``linear1``
+and ``linear2`` on the layer; here they are in ``ffn``. Used by the tests
+(equality with PyTorch) and handy for loading a model trained with
+``torch.nn``.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from .attention import MultiHeadAttention
+from .layers import DecoderLayer, EncoderLayer
+
+__all__ = ["load_torch_attention", "load_torch_encoder_layer", "load_torch_decoder_layer"]
+
+
+@torch.no_grad()
+def load_torch_attention(ours: MultiHeadAttention, theirs: nn.MultiheadAttention) -> None:
+    """Copy an ``nn.MultiheadAttention`` (same ``embed_dim``, ``num_heads``) into ``ours``."""
+    if ours.d_model != theirs.embed_dim or ours.num_heads != theirs.num_heads:
+        raise ValueError(
+            f"load_torch_attention: sizes differ: ours d_model={ours.d_model}, "
+            f"heads={ours.num_heads}; theirs embed_dim={theirs.embed_dim}, heads={theirs.num_heads}"
+        )
+    if theirs.in_proj_weight is None:
+        raise ValueError("load_torch_attention: kdim/vdim different from embed_dim are not supported")
+    for proj, w in zip((ours.w_q, ours.w_k, ours.w_v), theirs.in_proj_weight.chunk(3)):
+        proj.weight.copy_(w)
+    ours.w_o.weight.copy_(theirs.out_proj.weight)
+    if theirs.in_proj_bias is not None and ours.w_q.bias is not None:
+        for proj, b in zip((ours.w_q, ours.w_k, ours.w_v), theirs.in_proj_bias.chunk(3)):
+            proj.bias.copy_(b)
+        ours.w_o.bias.copy_(theirs.out_proj.bias)
+
+
+@torch.no_grad()
+def _load_ffn_and_norms(ours: nn.Module, theirs: nn.Module, norms: tuple[str, ...]) -> None:
+    ours.ffn.linear1.load_state_dict(theirs.linear1.state_dict())
+    ours.ffn.linear2.load_state_dict(theirs.linear2.state_dict())
+    for name in norms:
+        getattr(ours, name).load_state_dict(getattr(theirs, name).state_dict())
+
+
+def load_torch_encoder_layer(ours: EncoderLayer, theirs: nn.TransformerEncoderLayer) -> None:
+    """Copy an ``nn.TransformerEncoderLayer`` (ReLU, same sizes) into ``ours``."""
+    load_torch_attention(ours.self_attn, theirs.self_attn)
+    _load_ffn_and_norms(ours, theirs, ("norm1", "norm2"))
+
+
+def load_torch_decoder_layer(ours: DecoderLayer, theirs: nn.TransformerDecoderLayer) -> None:
+    """Copy an ``nn.TransformerDecoderLayer`` into ``ours`` (their ``multihead_attn``
+    is our ``cross_attn``)."""
+    load_torch_attention(ours.self_attn, theirs.self_attn)
+    load_torch_attention(ours.cross_attn, theirs.multihead_attn)
+    _load_ffn_and_norms(ours, theirs, ("norm1", "norm2", "norm3"))
