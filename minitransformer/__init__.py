@@ -5,6 +5,7 @@ bool attention masks mean True = may attend (see :mod:`minitransformer.masks`).
 """
 
 from .attention import MultiHeadAttention, scaled_dot_product_attention
+from .conv import ConvEncoder, ConvEncoderLayer
 from .feedforward import PositionwiseFeedForward
 from .interop import load_torch_attention, load_torch_decoder_layer, load_torch_encoder_layer
 from .layernorm import LayerNorm
@@ -39,6 +40,8 @@ __all__ = [
     "DecoderLayer",
     "Encoder",
     "Decoder",
+    "ConvEncoderLayer",
+    "ConvEncoder",
     "TransformerConfig",
     "Transformer",
     "record_attention",
