@@ -20,6 +20,8 @@ from .masks import (
 from .model import Transformer, TransformerConfig
 from .positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding, sinusoidal_table
 from .probe import record_attention
+from .relative import RelativeMultiHeadAttention, use_relative_positions
+from .segment import SegmentEmbedding
 
 __version__ = "0.1.0"
 
@@ -45,6 +47,9 @@ __all__ = [
     "TransformerConfig",
     "Transformer",
     "record_attention",
+    "RelativeMultiHeadAttention",
+    "use_relative_positions",
+    "SegmentEmbedding",
     "load_torch_attention",
     "load_torch_encoder_layer",
     "load_torch_decoder_layer",
