@@ -6,6 +6,23 @@ bool attention masks mean True = may attend (see :mod:`minitransformer.masks`).
 
 from .attention import MultiHeadAttention, scaled_dot_product_attention
 from .conv import ConvEncoder, ConvEncoderLayer
+from .data import (
+    BOS_ID,
+    EOS_ID,
+    PAD_ID,
+    SPECIALS,
+    SYNTHETIC_TASKS,
+    UNK_ID,
+    Batch,
+    TokenBatcher,
+    Vocab,
+    detokenize,
+    load_multi30k,
+    make_batch,
+    make_synthetic,
+    synthetic_vocab_size,
+    tokenize,
+)
 from .feedforward import PositionwiseFeedForward
 from .interop import load_torch_attention, load_torch_decoder_layer, load_torch_encoder_layer
 from .layernorm import LayerNorm
@@ -26,6 +43,21 @@ from .segment import SegmentEmbedding
 __version__ = "0.1.0"
 
 __all__ = [
+    "PAD_ID",
+    "BOS_ID",
+    "EOS_ID",
+    "UNK_ID",
+    "SPECIALS",
+    "tokenize",
+    "detokenize",
+    "Vocab",
+    "Batch",
+    "make_batch",
+    "TokenBatcher",
+    "SYNTHETIC_TASKS",
+    "make_synthetic",
+    "synthetic_vocab_size",
+    "load_multi30k",
     "scaled_dot_product_attention",
     "MultiHeadAttention",
     "PositionwiseFeedForward",
