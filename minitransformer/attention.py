@@ -14,17 +14,23 @@ zeros, never NaN.
 Shape letters: ``B`` batch, ``H`` heads, ``Lq``/``Lk`` query/key lengths,
 ``D`` model width, ``Dh`` head width (``D / H``), ``d_k``/``d_v`` key/value
 widths.
+
+For decoding one token at a time, :class:`KVCache` holds a layer's keys and
+values split into heads, :meth:`MultiHeadAttention.project_kv` computes them
+and :meth:`MultiHeadAttention.attend_cached` attends to them (see
+:mod:`minitransformer.decoding`).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-__all__ = ["scaled_dot_product_attention", "MultiHeadAttention"]
+__all__ = ["scaled_dot_product_attention", "MultiHeadAttention", "KVCache"]
 
 
 def _check_mask(mask: Tensor, target: tuple[int, ...], where: str) -> None:
@@ -122,6 +128,28 @@ def scaled_dot_product_attention(
         weights = weights.masked_fill(dead, 0.0)
     dropped = F.dropout(weights, p=dropout_p) if dropout_p > 0 else weights
     return dropped @ v, weights  # (..., Lq, d_v), (..., Lq, Lk)
+
+
+@dataclass
+class KVCache:
+    """Keys and values of one attention layer, kept between decoding steps.
+
+    ``k`` and ``v`` are ``(B, H, L, Dh)``: already projected and split into
+    heads, so a step only projects its new positions. Self-attention caches
+    grow by one position per step (:meth:`append`); the cross-attention cache
+    of the encoder's memory is computed once per sentence.
+    """
+
+    k: Tensor
+    v: Tensor
+
+    def append(self, new: KVCache) -> KVCache:
+        """The cache with ``new``'s positions added after its own (dim 2)."""
+        return KVCache(torch.cat([self.k, new.k], dim=2), torch.cat([self.v, new.v], dim=2))
+
+    def index_select(self, index: Tensor) -> KVCache:
+        """Rows ``index`` ``(N',)`` of the batch (beam search reorders them)."""
+        return KVCache(self.k.index_select(0, index), self.v.index_select(0, index))
 
 
 class MultiHeadAttention(nn.Module):
@@ -232,8 +260,16 @@ class MultiHeadAttention(nn.Module):
 
         q, k, v = self._project_qkv(query, key, value)
         q, k, v = self._split(q), self._split(k), self._split(v)  # (B, H, L, Dh)
-        p = self.dropout if self.training else 0.0
+        out, weights = self._attend(q, k, v, mask, need_weights)
+        return out, (weights if need_weights else None)
 
+    def _attend(
+        self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, need_weights: bool
+    ) -> tuple[Tensor, Tensor | None]:
+        """Heads ``(B, H, L, Dh)`` → output ``(B, Lq, D)`` after ``w_o``, and the
+        weights ``(B, H, Lq, Lk)`` when they were computed."""
+        b, _, lq, _ = q.shape
+        p = self.dropout if self.training else 0.0
         weights = None
         if need_weights or self.record_weights:
             out, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p=p)
@@ -248,4 +284,20 @@ class MultiHeadAttention(nn.Module):
             if dead is not None:
                 out = out.masked_fill(dead, 0.0)
         out = out.transpose(1, 2).reshape(b, lq, self.d_model)  # (B, Lq, D)
-        return self.w_o(out), (weights if need_weights else None)
+        return self.w_o(out), weights
+
+    def project_kv(self, x: Tensor) -> KVCache:
+        """Keys and values of ``x`` ``(B, L, D)``, split into heads: a
+        :class:`KVCache` of ``(B, H, L, Dh)`` tensors."""
+        weight = torch.cat([self.w_k.weight, self.w_v.weight])
+        bias = None if self.w_k.bias is None else torch.cat([self.w_k.bias, self.w_v.bias])
+        k, v = F.linear(x, weight, bias).chunk(2, dim=-1)
+        return KVCache(self._split(k), self._split(v))
+
+    def attend_cached(self, query: Tensor, cache: KVCache, mask: Tensor | None = None) -> Tensor:
+        """Attend from ``query`` ``(B, Lq, D)`` to keys and values already in
+        ``cache`` (from :meth:`project_kv`). Same result as ``forward`` with the
+        keys/values the cache was made from; ``mask`` broadcastable to
+        ``(B, H, Lq, Lk)``. Returns ``(B, Lq, D)``."""
+        q = self._split(self.w_q(query))  # (B, H, Lq, Dh)
+        return self._attend(q, cache.k, cache.v, mask, need_weights=False)[0]

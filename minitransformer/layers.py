@@ -18,17 +18,25 @@ copies weights between the two.
 Masks are bool, True = may attend (the opposite of ``nn.Transformer``).
 Shape letters: ``B`` batch, ``S`` source length, ``T`` target length,
 ``D`` model width.
+
+Incremental decoding: :meth:`Decoder.start` computes each layer's
+cross-attention keys/values of the memory once, and :meth:`Decoder.step`
+runs one new target position against the cached keys/values (a
+:class:`DecoderCache` per layer), giving what ``forward`` gives at that
+position of the whole prefix.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from torch import Tensor, nn
 
-from .attention import MultiHeadAttention
+from .attention import KVCache, MultiHeadAttention
 from .feedforward import PositionwiseFeedForward
 from .layernorm import LayerNorm
 
-__all__ = ["EncoderLayer", "DecoderLayer", "Encoder", "Decoder"]
+__all__ = ["EncoderLayer", "DecoderLayer", "Encoder", "Decoder", "DecoderCache"]
 
 
 class EncoderLayer(nn.Module):
@@ -68,6 +76,18 @@ class EncoderLayer(nn.Module):
             return x + self._ff(self.norm2(x))
         x = self.norm1(x + self._sa(x, mask))
         return self.norm2(x + self._ff(x))
+
+
+@dataclass
+class DecoderCache:
+    """What one :class:`DecoderLayer` keeps between decoding steps."""
+
+    self_attn: KVCache  #: keys/values of the target positions so far (grows by one per step)
+    cross_attn: KVCache  #: keys/values of the memory (computed once per sentence)
+
+    def index_select(self, index: Tensor) -> DecoderCache:
+        """Rows ``index`` of the batch."""
+        return DecoderCache(self.self_attn.index_select(index), self.cross_attn.index_select(index))
 
 
 class DecoderLayer(nn.Module):
@@ -122,6 +142,39 @@ class DecoderLayer(nn.Module):
         x = self.norm1(x + self._sa(x, tgt_mask))
         x = self.norm2(x + self._ca(x, memory, memory_mask))
         return self.norm3(x + self._ff(x))
+
+    def start(self, memory: Tensor) -> DecoderCache:
+        """Cache for decoding with ``memory`` ``(B, S, D)``: its cross-attention
+        keys/values, and an empty self-attention cache."""
+        cross = self.cross_attn.project_kv(memory)  # (B, H, S, Dh)
+        empty = cross.k[:, :, :0]  # (B, H, 0, Dh)
+        return DecoderCache(KVCache(empty, empty), cross)
+
+    def step(
+        self, x: Tensor, cache: DecoderCache, memory_mask: Tensor | None = None
+    ) -> tuple[Tensor, DecoderCache]:
+        """One new target position ``x`` ``(B, 1, D)`` → ``(B, 1, D)`` and the
+        cache with its keys/values appended. It attends to every earlier
+        position (all cached, so no causal mask is needed) and to the memory
+        (``memory_mask`` broadcastable to ``(B, H, 1, S)``)."""
+        if self.norm_first:
+            sa, self_kv = self._sa_step(self.norm1(x), cache)
+            x = x + sa
+            x = x + self._ca_step(self.norm2(x), cache, memory_mask)
+            x = x + self._ff(self.norm3(x))
+        else:
+            sa, self_kv = self._sa_step(x, cache)
+            x = self.norm1(x + sa)
+            x = self.norm2(x + self._ca_step(x, cache, memory_mask))
+            x = self.norm3(x + self._ff(x))
+        return x, DecoderCache(self_kv, cache.cross_attn)
+
+    def _sa_step(self, h: Tensor, cache: DecoderCache) -> tuple[Tensor, KVCache]:
+        self_kv = cache.self_attn.append(self.self_attn.project_kv(h))  # (B, H, t + 1, Dh)
+        return self.dropout1(self.self_attn.attend_cached(h, self_kv)), self_kv
+
+    def _ca_step(self, h: Tensor, cache: DecoderCache, memory_mask: Tensor | None) -> Tensor:
+        return self.dropout2(self.cross_attn.attend_cached(h, cache.cross_attn, memory_mask))
 
 
 class Encoder(nn.Module):
@@ -181,3 +234,18 @@ class Decoder(nn.Module):
         for layer in self.layers:
             x = layer(x, memory, tgt_mask, memory_mask)
         return self.norm(x)
+
+    def start(self, memory: Tensor) -> list[DecoderCache]:
+        """One :class:`DecoderCache` per layer for decoding with ``memory`` ``(B, S, D)``."""
+        return [layer.start(memory) for layer in self.layers]
+
+    def step(
+        self, x: Tensor, caches: list[DecoderCache], memory_mask: Tensor | None = None
+    ) -> tuple[Tensor, list[DecoderCache]]:
+        """One new target position ``(B, 1, D)`` through every layer →
+        ``(B, 1, D)`` and the updated caches (see :meth:`DecoderLayer.step`)."""
+        new_caches = []
+        for layer, cache in zip(self.layers, caches, strict=True):
+            x, cache = layer.step(x, cache, memory_mask)
+            new_caches.append(cache)
+        return self.norm(x), new_caches

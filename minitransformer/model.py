@@ -5,22 +5,27 @@
 
 Shape letters: ``B`` batch, ``S`` source length, ``T`` target length,
 ``D`` model width, ``V`` target vocabulary size.
+
+Besides teacher-forced ``forward``/``encode``/``decode``, the model has the
+incremental decoding hooks of :mod:`minitransformer.seq2seq`
+(``start_decoding``, ``decode_next``, ``reorder_state``): a key/value cache
+so that each decoding step costs one position.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Literal
 
 import torch
 from torch import Tensor, nn
 
-from .layers import Decoder, Encoder
+from .layers import Decoder, DecoderCache, Encoder
 from .masks import causal_mask, padding_mask
 from .positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
 
-__all__ = ["TransformerConfig", "Transformer"]
+__all__ = ["TransformerConfig", "Transformer", "TransformerDecodingState"]
 
 
 @dataclass
@@ -78,6 +83,22 @@ class TransformerConfig:
     def to_dict(self) -> dict:
         """Plain dict (for JSON and checkpoints); ``TransformerConfig(**d)`` rebuilds it."""
         return asdict(self)
+
+
+@dataclass
+class TransformerDecodingState:
+    """The key/value cache of :meth:`Transformer.decode_next` for ``N`` rows."""
+
+    caches: list[DecoderCache]  #: one per decoder layer
+    memory_mask: Tensor | None  #: ``(N, 1, 1, S)`` source padding mask
+    step: int = field(default=0)  #: target tokens fed so far (the next one's position)
+
+    def index_select(self, index: Tensor) -> TransformerDecodingState:
+        """Rows ``index`` ``(N',)`` of every cache and of the mask."""
+        mask = None if self.memory_mask is None else self.memory_mask.index_select(0, index)
+        return TransformerDecodingState(
+            [c.index_select(index) for c in self.caches], mask, self.step
+        )
 
 
 def _positions(config: TransformerConfig) -> nn.Module:
@@ -189,6 +210,55 @@ class Transformer(nn.Module):
         y = self.tgt_pos(self.tgt_embed(tgt) * math.sqrt(self.config.d_model))  # (B, T, D)
         h = self.decoder(y, memory, self.tgt_mask(tgt), memory_mask)  # (B, T, D)
         return self.generator(h)  # (B, T, V)
+
+    # Incremental decoding (the hooks of minitransformer.seq2seq.IncrementalDecoder)
+
+    def start_decoding(
+        self, memory: Tensor, memory_mask: Tensor | None = None
+    ) -> TransformerDecodingState:
+        """Key/value cache for decoding ``N`` sentences: every decoder layer's
+        cross-attention keys/values of ``memory`` ``(N, S, D)`` (computed once
+        here) and empty self-attention caches. ``memory_mask`` as in :meth:`decode`."""
+        return TransformerDecodingState(self.decoder.start(memory), memory_mask)
+
+    def decode_next(
+        self, tokens: Tensor, state: TransformerDecodingState
+    ) -> tuple[Tensor, TransformerDecodingState]:
+        """Feed the latest target token of each row, ``(N,)`` (BOS first).
+
+        Returns the logits ``(N, V)`` for the next token, equal (up to
+        rounding) to the last position of :meth:`decode` on the whole prefix,
+        and the state with this position's keys/values appended.
+        """
+        if tokens.dim() != 1:
+            raise ValueError(
+                f"Transformer.decode_next: tokens must have shape (N,), got {tuple(tokens.shape)}"
+            )
+        t = state.step
+        if t >= self.config.max_len:
+            raise ValueError(
+                f"Transformer.decode_next: position {t} is beyond max_len={self.config.max_len}"
+            )
+        y = self.tgt_embed(tokens[:, None]) * math.sqrt(self.config.d_model)  # (N, 1, D)
+        y = self._add_position(y, t)
+        h, caches = self.decoder.step(y, state.caches, state.memory_mask)  # (N, 1, D)
+        new_state = TransformerDecodingState(caches, state.memory_mask, t + 1)
+        return self.generator(h[:, 0]), new_state  # (N, V)
+
+    def reorder_state(
+        self, state: TransformerDecodingState, index: Tensor
+    ) -> TransformerDecodingState:
+        """Rows ``index`` ``(N',)`` of the state (beam search)."""
+        return state.index_select(index)
+
+    def _add_position(self, y: Tensor, t: int) -> Tensor:
+        """What ``tgt_pos`` does to position ``t`` of a sequence, for ``y`` ``(N, 1, D)``."""
+        pos = self.tgt_pos
+        if isinstance(pos, SinusoidalPositionalEncoding):
+            y = y + pos.pe[t]
+        elif isinstance(pos, LearnedPositionalEmbedding):
+            y = y + pos.embedding.weight[t]
+        return pos.dropout(y) if hasattr(pos, "dropout") else pos(y)
 
     def forward(self, src: Tensor, tgt: Tensor) -> Tensor:
         """Teacher-forced logits.
