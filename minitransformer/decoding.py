@@ -40,8 +40,10 @@ __all__ = [
     "PrefixDecoder",
     "incremental_decoder",
     "greedy_decode",
-    "length_penalty",
+    "beam_search",
+    "gnmt_length_penalty",
     "sequence_log_prob",
+    "translate",
     "corpus_bleu",
 ]
 
@@ -188,11 +190,118 @@ def greedy_decode(
 # --------------------------------------------------------------------------- scoring
 
 
-def length_penalty(length: int | Tensor, alpha: float) -> float | Tensor:
+def gnmt_length_penalty(length: int | Tensor, alpha: float) -> float | Tensor:
     """GNMT's length penalty ``lp(Y) = ((5 + |Y|) / 6) ** alpha`` (Wu et al.
-    2016, eq. 14). ``alpha = 0`` ranks by raw log-probability (favours short
-    outputs); larger ``alpha`` favours longer ones."""
+    2016, eq. 14). ``|Y|`` counts the generated tokens, EOS included.
+    ``alpha = 0`` ranks by raw log-probability (which favours short outputs);
+    a larger ``alpha`` favours longer ones."""
     return ((5.0 + length) / 6.0) ** alpha
+
+
+# --------------------------------------------------------------------------- beam search
+
+
+def beam_search(
+    model: nn.Module,
+    src: Tensor,
+    beam_size: int = 4,
+    max_len: int = 100,
+    length_penalty: float = 0.6,
+    bos_id: int = 1,
+    eos_id: int = 2,
+    use_cache: bool = True,
+) -> list[list[int]]:
+    """Beam search over a batch of sentences (Wu et al. 2016, section 7).
+
+    Each sentence keeps ``K = beam_size`` live prefixes. At each step every
+    live prefix is extended by every token; of the ``K·V`` candidates the
+    best ``2K`` (by summed log-probability) are looked at in order:
+
+    - a candidate ending in EOS that ranks among the first ``K`` is a
+      *finished* hypothesis, scored ``log P(Y | X) / lp(Y)``
+      (:func:`gnmt_length_penalty` with ``alpha = length_penalty``);
+    - the first ``K`` candidates that do not end in EOS are the next live
+      prefixes (there are always ``K``: at most ``K`` candidates end in EOS).
+
+    A sentence is done once it has ``K`` finished hypotheses (or after
+    ``max_len`` steps, when its live prefixes are finished as they are); its
+    rows then leave the batch. This is the rule of fairseq and of Hugging
+    Face's default: a good short hypothesis does not stop the search while
+    longer ones, which the length penalty may favour, are still competing.
+
+    Args:
+        model: a seq2seq model; its incremental hooks are used if it has them
+            and ``use_cache``, otherwise the whole prefix is recomputed.
+        src: source ids ``(B, S)``, padded.
+        beam_size: ``K``; 1 gives the same tokens as :func:`greedy_decode`.
+        max_len: at most this many tokens per hypothesis, EOS included.
+        length_penalty: GNMT's ``alpha`` (0.6 in GNMT; 0 = raw log-probability).
+        bos_id, eos_id: the target's begin/end-of-sentence ids.
+
+    Returns:
+        For each sentence, the token ids (without BOS/EOS) of its finished
+        hypothesis with the best score.
+    """
+    where = "beam_search"
+    _check_src(src, where)
+    _check_positive(beam_size, "beam_size", where)
+    _check_positive(max_len, "max_len", where)
+    banned = _banned_ids(model, bos_id)
+    k, device = beam_size, src.device
+    b = src.shape[0]
+    finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(b)]
+    with _inference(model):
+        stepper, state = _start(model, src, use_cache)
+        # Rows are (sentence, beam) pairs, sentence-major: row a·K + j.
+        state = stepper.reorder_state(state, torch.arange(b, device=device).repeat_interleave(k))
+        alive = torch.arange(b, device=device)  # (A,) sentence of each active group
+        scores = torch.full((b, k), float("-inf"), device=device)  # (A, K) log P of each beam
+        scores[:, 0] = 0.0  # at the start only one beam is real
+        tokens = torch.full((b * k,), bos_id, dtype=torch.long, device=device)  # (A·K,)
+        history = torch.empty((b * k, 0), dtype=torch.long, device=device)  # (A·K, t)
+        for t in range(1, max_len + 1):
+            logits, state = stepper.decode_next(tokens, state)  # (A·K, V)
+            vocab = logits.shape[-1]
+            a = alive.numel()
+            log_probs = _next_log_probs(logits, banned).view(a, k, vocab)
+            cand = (scores[:, :, None] + log_probs).view(a, k * vocab)  # (A, K·V)
+            top_scores, top_idx = cand.topk(min(2 * k, k * vocab), dim=1)  # (A, 2K)
+            top_beam, top_tok = top_idx // vocab, top_idx % vocab
+            is_eos = top_tok == eos_id
+            rank = torch.arange(top_idx.shape[1], device=device)
+            # 1. finished hypotheses: EOS among the first K candidates
+            new_finished = is_eos & (rank < k) & torch.isfinite(top_scores)
+            for g, j in new_finished.nonzero().tolist():
+                done = finished[int(alive[g])]
+                if len(done) < k:
+                    row = g * k + int(top_beam[g, j])
+                    score = float(top_scores[g, j]) / gnmt_length_penalty(t, length_penalty)
+                    done.append((score, history[row].tolist()))
+            # 2. the next live prefixes: the first K candidates not ending in EOS
+            keep = torch.sort(is_eos.to(torch.int8), dim=1, stable=True).indices[:, :k]  # (A, K)
+            scores = top_scores.gather(1, keep)
+            rows = (torch.arange(a, device=device)[:, None] * k + top_beam.gather(1, keep))
+            tokens = top_tok.gather(1, keep)  # (A, K)
+            history = torch.cat([history[rows.view(-1)], tokens.view(-1, 1)], dim=1)
+            # 3. sentences that are done leave the batch
+            if t == max_len:  # cut: the live prefixes are finished as they are
+                for g in range(a):
+                    done = finished[int(alive[g])]
+                    for j in range(k):
+                        if len(done) < k and bool(torch.isfinite(scores[g, j])):
+                            score = float(scores[g, j]) / gnmt_length_penalty(t, length_penalty)
+                            done.append((score, history[g * k + j].tolist()))
+                break
+            active = torch.tensor([len(finished[int(s)]) < k for s in alive], device=device)
+            if not bool(active.any()):
+                break
+            if not bool(active.all()):
+                alive, scores = alive[active], scores[active]
+                rows, tokens = rows[active], tokens[active]
+                history = history.view(a, k, -1)[active].view(-1, history.shape[1])
+            state = stepper.reorder_state(state, rows.view(-1))
+            tokens = tokens.view(-1)
+    return [max(done, key=lambda h: h[0])[1] for done in finished]
 
 
 def sequence_log_prob(
@@ -226,6 +335,79 @@ def sequence_log_prob(
             idx = torch.tensor(target, device=src.device)
             scores.append(float(log_probs.gather(1, idx[:, None]).sum()))
     return scores
+
+
+# --------------------------------------------------------------------------- text in, text out
+
+
+def translate(
+    model: nn.Module,
+    sentences: Sequence[str],
+    src_vocab,
+    tgt_vocab,
+    beam_size: int = 1,
+    extra_len: int = 50,
+    batch_size: int = 128,
+    length_penalty: float = 0.6,
+    lowercase: bool = True,
+    device: torch.device | str | None = None,
+    use_cache: bool = True,
+) -> list[str]:
+    """Translate raw sentences: tokenise, encode, decode, detokenise.
+
+    Sentences are decoded in batches of similar source length (sorted, then
+    put back in the input order), each with ``max_len`` = its batch's longest
+    source + ``extra_len`` (capped by the model's ``config.max_len``).
+
+    Args:
+        model: a trained seq2seq model.
+        sentences: source sentences, one string each (an empty or blank one
+            gives an empty translation).
+        src_vocab, tgt_vocab: the :class:`~minitransformer.data.Vocab` used in
+            training (BOS/EOS ids come from the data module's constants).
+        beam_size: 1 = :func:`greedy_decode`, more = :func:`beam_search`.
+        extra_len: target length allowed beyond the source length.
+        batch_size: sentences decoded together.
+        length_penalty: GNMT's alpha for beam search.
+        lowercase: tokenise lower-cased (as the vocabularies were built).
+        device: where to run (default: where the model's parameters are).
+        use_cache: see :func:`greedy_decode`.
+
+    Returns:
+        one detokenised translation per input sentence, in order.
+    """
+    from .data import BOS_ID, EOS_ID, detokenize, tokenize
+
+    if isinstance(sentences, str):
+        raise TypeError("translate: expected a list of sentences, got a single string")
+    _check_positive(beam_size, "beam_size", "translate")
+    _check_positive(batch_size, "batch_size", "translate")
+    if device is None:
+        device = next(model.parameters()).device
+    pad_id = model.config.pad_id
+    limit = getattr(model.config, "max_len", None)
+    encoded = [src_vocab.encode(tokenize(s, lowercase)) for s in sentences]
+    if limit is not None:
+        encoded = [ids[:limit] for ids in encoded]
+    order = sorted((i for i, ids in enumerate(encoded) if ids), key=lambda i: len(encoded[i]))
+    out = [""] * len(encoded)
+    for start in range(0, len(order), batch_size):
+        chunk = order[start : start + batch_size]
+        longest = max(len(encoded[i]) for i in chunk)
+        src = torch.full((len(chunk), longest), pad_id, dtype=torch.long)
+        for r, i in enumerate(chunk):
+            src[r, : len(encoded[i])] = torch.tensor(encoded[i])
+        src = src.to(device)
+        max_len = longest + extra_len if limit is None else min(longest + extra_len, limit)
+        if beam_size == 1:
+            ids = greedy_decode(model, src, max_len, BOS_ID, EOS_ID, use_cache)
+        else:
+            ids = beam_search(
+                model, src, beam_size, max_len, length_penalty, BOS_ID, EOS_ID, use_cache
+            )
+        for i, hyp in zip(chunk, ids, strict=True):
+            out[i] = detokenize(tgt_vocab.decode(hyp))
+    return out
 
 
 # --------------------------------------------------------------------------- BLEU
