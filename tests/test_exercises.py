@@ -1,0 +1,425 @@
+"""The checkers of minitransformer.exercises: each right answer passes, and each
+typical wrong answer fails with the hint that names its mistake.
+
+The "reader" functions below are written the way a reader would write them,
+independently of the package; every hint the checkers print is proven by one
+wrong answer here.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from minitransformer import MultiHeadAttention
+from minitransformer.exercises import (
+    check_causal_mask,
+    check_layer_norm,
+    check_masked_softmax,
+    check_merge_heads,
+    check_padding_mask,
+    check_scaled_dot_product_attention,
+    check_sinusoidal_encoding,
+    check_split_heads,
+)
+from minitransformer.exercises.heads import merge_heads_reference, split_heads_reference
+
+
+def _run(checker, fn, capsys):
+    ok = checker(fn)
+    out = capsys.readouterr().out
+    assert isinstance(ok, bool)
+    assert out.strip(), "a checker must print its verdict"
+    return ok, out
+
+
+def assert_passes(checker, fn, capsys):
+    ok, out = _run(checker, fn, capsys)
+    assert ok, out
+    assert "✅" in out and "❌" not in out
+
+
+def assert_hint(checker, fn, fragment, capsys):
+    ok, out = _run(checker, fn, capsys)
+    assert not ok, out
+    assert "❌" in out
+    assert fragment in out, f"expected a hint containing {fragment!r}, got:\n{out}"
+
+
+# ---------------------------------------------------------------- attention
+def sdpa_ok(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1).nan_to_num(0.0)
+    return weights @ v, weights
+
+
+def sdpa_big_negative(q, k, v, mask=None):  # the Annotated Transformer's -1e9 fill
+    scores = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(k.size(-1))
+    if mask is not None:
+        scores = scores.masked_fill(mask == 0, -1e9)
+    weights = scores.softmax(dim=-1)
+    return weights @ v, weights
+
+
+def _sdpa(scale="sqrt", axis=-1, fill=float("-inf"), invert=False, after=False,
+          ignore_mask=False, nan_fix=True, swap=False, post=False):
+    def fn(q, k, v, mask=None):
+        d_k = q.shape[-1]
+        s = {"sqrt": math.sqrt(d_k), "none": 1.0, "d": d_k, "mul": 1 / math.sqrt(d_k),
+             "dv": math.sqrt(v.shape[-1])}[scale]
+        scores = q @ k.transpose(-2, -1)
+        if not post:
+            scores = scores / s
+        if ignore_mask:
+            mask = None
+        if mask is not None and invert:
+            mask = ~mask
+        if mask is not None and not after:
+            scores = scores.masked_fill(~mask, fill)
+        w = scores.softmax(dim=axis)
+        if post:
+            w = w / s
+        if mask is not None and after:
+            w = w * mask
+        if nan_fix:
+            w = w.nan_to_num(0.0)
+        out = w @ v
+        return (w, out) if swap else (out, w)
+    return fn
+
+
+def test_sdpa_accepts_right_answers(capsys):
+    assert_passes(check_scaled_dot_product_attention, sdpa_ok, capsys)
+    ok, out = _run(check_scaled_dot_product_attention, sdpa_big_negative, capsys)
+    assert ok and "uniform" in out  # passes, with a note on the fully masked row
+    assert_passes(check_scaled_dot_product_attention,
+                  lambda q, k, v, mask=None: tuple(
+                      __import__("minitransformer").scaled_dot_product_attention(q, k, v, mask)),
+                  capsys)
+
+
+@pytest.mark.parametrize("kwargs, fragment", [
+    (dict(scale="none"), "not scaled"),
+    (dict(scale="d"), "divided the scores by d_k; divide by its square root"),
+    (dict(scale="mul"), "multiplied the scores by √d_k"),
+    (dict(scale="dv"), "square root of v's width"),
+    (dict(post=True), "after the softmax; the scaling belongs to the scores"),
+    (dict(axis=-2), "softmax over the wrong axis"),
+    (dict(ignore_mask=True), "the mask is ignored"),
+    (dict(invert=True), "the mask is inverted"),
+    (dict(after=True), "the mask is applied after the softmax"),
+    (dict(fill=0.0), "filled with 0"),
+    (dict(nan_fix=False), "gets NaN"),
+    (dict(swap=True), "return (output, weights) in that order"),
+])
+def test_sdpa_hints(kwargs, fragment, capsys):
+    assert_hint(check_scaled_dot_product_attention, _sdpa(**kwargs), fragment, capsys)
+
+
+@pytest.mark.filterwarnings("ignore:The use of `x.T`")
+def test_sdpa_hint_for_untransposed_k(capsys):
+    def fn(q, k, v, mask=None):
+        w = (q @ k.T / math.sqrt(q.shape[-1])).softmax(-1)
+        return w @ v, w
+    assert_hint(check_scaled_dot_product_attention, fn, "k.transpose(-2, -1)", capsys)
+
+
+def test_sdpa_hint_for_overflowing_softmax(capsys):
+    def fn(q, k, v, mask=None):
+        scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+        if mask is not None:
+            scores = scores.masked_fill(~mask, -1e9)
+        e = scores.exp()
+        w = (e / e.sum(-1, keepdim=True)).nan_to_num(0.0)
+        return w @ v, w
+    assert_hint(check_scaled_dot_product_attention, fn, "large scores", capsys)
+
+
+def test_sdpa_reports_exceptions_and_stubs(capsys):
+    def stub(q, k, v, mask=None):
+        raise NotImplementedError
+
+    def broken(q, k, v, mask=None):
+        raise RuntimeError("boom")
+
+    def no_mask_arg(q, k, v):
+        return sdpa_ok(q, k, v)
+
+    assert_hint(check_scaled_dot_product_attention, stub, "Not implemented yet", capsys)
+    assert_hint(check_scaled_dot_product_attention, broken, "RuntimeError: boom", capsys)
+    assert_hint(check_scaled_dot_product_attention, no_mask_arg, "mask=None", capsys)
+    assert_hint(check_scaled_dot_product_attention, 42, "expected a function", capsys)
+
+
+def test_sdpa_flags_wrong_dtype_and_in_place_edits(capsys):
+    def float32_always(q, k, v, mask=None):
+        out, w = sdpa_ok(q.float(), k.float(), v.float(), mask)
+        return out, w
+
+    def in_place(q, k, v, mask=None):
+        q.div_(math.sqrt(q.shape[-1]))
+        w = (q @ k.transpose(-2, -1))
+        if mask is not None:
+            w = w.masked_fill(~mask, float("-inf"))
+        w = w.softmax(-1).nan_to_num(0.0)
+        return w @ v, w
+
+    assert_hint(check_scaled_dot_product_attention, float32_always, "dtype torch.float32",
+                capsys)
+    assert_hint(check_scaled_dot_product_attention, in_place, "in place", capsys)
+
+
+def test_checking_leaves_the_global_seed_alone(capsys):
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    check_scaled_dot_product_attention(sdpa_ok)
+    check_layer_norm(lambda x, w, b, eps=1e-5: torch.nn.functional.layer_norm(
+        x, x.shape[-1:], w, b, eps))
+    capsys.readouterr()
+    assert torch.equal(torch.rand(3), expected)
+
+
+# ---------------------------------------------------------------- masked softmax
+def ms_ok(scores, mask):
+    filled = scores.masked_fill(~mask, float("-inf"))
+    return filled.softmax(dim=-1).nan_to_num(0.0)
+
+
+def ms_finfo(scores, mask):
+    p = scores.masked_fill(~mask, torch.finfo(scores.dtype).min).softmax(-1)
+    return p * mask.any(-1, keepdim=True)
+
+
+def test_masked_softmax_accepts_right_answers(capsys):
+    assert_passes(check_masked_softmax, ms_ok, capsys)
+    assert_passes(check_masked_softmax, ms_finfo, capsys)
+
+
+@pytest.mark.parametrize("fn, fragment", [
+    (lambda s, m: s.masked_fill(~m, 0.0).softmax(-1), "filled with 0"),
+    (lambda s, m: s.softmax(-1) * m, "applied after the softmax"),
+    (lambda s, m: s.masked_fill(m, float("-inf")).softmax(-1).nan_to_num(0.0), "inverted"),
+    (lambda s, m: s.softmax(-1), "the mask is ignored"),
+    (lambda s, m: s.masked_fill(~m, float("-inf")).softmax(0).nan_to_num(0.0), "wrong axis"),
+    (lambda s, m: s.masked_fill(~m, -10000.0).softmax(-1) * m.any(-1, keepdim=True),
+     "not negative enough"),
+    (lambda s, m: s.masked_fill(~m, float("-inf")).softmax(-1), "comes out as NaN"),
+    (lambda s, m: s.masked_fill(~m, -1e4).softmax(-1) if s.abs().max() < 1e3
+     else ms_ok(s, m), "spreads 1/L"),
+    (lambda s, m: s.masked_fill(~m, -1e9).softmax(-1) * m.any(-1, keepdim=True),
+     "does not fit in float16"),
+])
+def test_masked_softmax_hints(fn, fragment, capsys):
+    assert_hint(check_masked_softmax, fn, fragment, capsys)
+
+
+# ---------------------------------------------------------------- causal mask
+def test_causal_mask_accepts_right_answers(capsys):
+    assert_passes(check_causal_mask,
+                  lambda n: torch.tril(torch.ones(n, n)).bool(), capsys)
+    assert_passes(check_causal_mask,
+                  lambda n: torch.arange(n)[None, :] <= torch.arange(n)[:, None], capsys)
+
+
+@pytest.mark.parametrize("fn, fragment", [
+    (lambda n: torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1), "inverted"),
+    (lambda n: torch.tril(torch.ones(n, n, dtype=torch.bool), diagonal=-1),
+     "diagonal is False"),
+    (lambda n: torch.triu(torch.ones(n, n, dtype=torch.bool)), "upper triangle"),
+    (lambda n: torch.triu(torch.full((n, n), float("-inf")), diagonal=1), "additive"),
+    (lambda n: torch.tril(torch.ones(n, n)), "float 0/1"),
+    (lambda n: torch.tril(torch.ones(1, n, n, dtype=torch.bool)),
+     "the mask has shape (1, 5, 5); expected (5, 5)"),
+])
+def test_causal_mask_hints(fn, fragment, capsys):
+    assert_hint(check_causal_mask, fn, fragment, capsys)
+
+
+# ---------------------------------------------------------------- padding mask
+def test_padding_mask_accepts_right_answer(capsys):
+    assert_passes(check_padding_mask,
+                  lambda t, p: (t != p).unsqueeze(1).unsqueeze(2), capsys)
+
+
+@pytest.mark.parametrize("fn, fragment", [
+    (lambda t, p: (t == p)[:, None, None, :], "inverted"),
+    (lambda t, p: t != p, "has shape (B, L); give it two singleton axes"),
+    (lambda t, p: (t != p)[:, None, :], "one more singleton axis"),
+    (lambda t, p: (t != p)[:, None, :, None], "length axis is in the wrong place"),
+    (lambda t, p: (t != 0)[:, None, None, :], "instead of the pad_id argument"),
+    (lambda t, p: t == p, "key_padding_mask"),
+])
+def test_padding_mask_hints(fn, fragment, capsys):
+    assert_hint(check_padding_mask, fn, fragment, capsys)
+
+
+# ---------------------------------------------------------------- heads
+def split_ok(x, num_heads):
+    b, n, d = x.shape
+    return x.view(b, n, num_heads, d // num_heads).transpose(1, 2)
+
+
+def merge_ok(x):
+    b, h, n, dh = x.shape
+    return x.transpose(1, 2).reshape(b, n, h * dh)
+
+
+def test_references_match_multi_head_attention():
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(12, 3)
+    x = torch.randn(2, 5, 12)
+    assert torch.equal(split_heads_reference(x, 3), mha._split(x))
+    assert torch.equal(merge_heads_reference(mha._split(x)), x)
+
+
+def test_split_and_merge_accept_right_answers(capsys):
+    assert_passes(check_split_heads, split_ok, capsys)
+    assert_passes(check_merge_heads, merge_ok, capsys)
+
+
+@pytest.mark.parametrize("fn, fragment", [
+    (lambda x, h: x.reshape(x.shape[0], x.shape[1], h, -1), "transpose(1, 2)"),
+    (lambda x, h: x.reshape(x.shape[0], h, x.shape[1], -1), "cuts the *sequence*"),
+    (lambda x, h: x.reshape(x.shape[0], x.shape[1], -1, h).permute(0, 3, 1, 2),
+     "strided"),
+    (lambda x, h: x.reshape(x.shape[0], x.shape[1], -1, h).transpose(1, 2),
+     "heads and head width are swapped"),
+])
+def test_split_heads_hints(fn, fragment, capsys):
+    assert_hint(check_split_heads, fn, fragment, capsys)
+
+
+@pytest.mark.parametrize("fn, fragment", [
+    (lambda x: x.reshape(x.shape[0], x.shape[2], -1), "without moving the heads axis"),
+    (lambda x: x.permute(0, 2, 3, 1).reshape(x.shape[0], x.shape[2], -1), "interleaved"),
+    (lambda x: x.transpose(1, 2).view(x.shape[0], x.shape[2], -1), "not contiguous"),
+])
+def test_merge_heads_hints(fn, fragment, capsys):
+    assert_hint(check_merge_heads, fn, fragment, capsys)
+
+
+# ---------------------------------------------------------------- layer norm
+def ln_ok(x, weight, bias, eps=1e-5):
+    mean = x.mean(-1, keepdim=True)
+    var = ((x - mean) ** 2).mean(-1, keepdim=True)
+    return (x - mean) / torch.sqrt(var + eps) * weight + bias
+
+
+def _ln(unbiased=False, eps_outside=False, eps_fixed=None, dims=(-1,), swap=False,
+        affine=True, naive=False, keepdim=True):
+    def fn(x, weight, bias, eps=1e-5):
+        e = eps if eps_fixed is None else eps_fixed
+        mean = x.mean(dim=dims, keepdim=keepdim)
+        if naive:
+            var = (x ** 2).mean(dim=dims, keepdim=True) - mean ** 2
+        else:
+            var = x.var(dim=dims, keepdim=keepdim, unbiased=unbiased)
+        y = (x - mean) / (var.sqrt() + e) if eps_outside else (x - mean) / (var + e).sqrt()
+        if not affine:
+            return y
+        return y * bias + weight if swap else y * weight + bias
+    return fn
+
+
+def test_layer_norm_accepts_right_answers(capsys):
+    assert_passes(check_layer_norm, ln_ok, capsys)
+    assert_passes(check_layer_norm, lambda x, w, b, eps=1e-5: torch.nn.functional.layer_norm(
+        x, x.shape[-1:], w, b, eps), capsys)
+
+
+@pytest.mark.parametrize("fn, fragment", [
+    (_ln(unbiased=True), "unbiased variance"),
+    (_ln(eps_outside=True), "ε is added outside the square root"),
+    (_ln(eps_fixed=0.0), "a constant row"),
+    (_ln(eps_fixed=1e-5), "the eps argument is ignored"),
+    (_ln(dims=(-2,)), "wrong axis"),
+    (_ln(dims=None), "over the whole tensor"),
+    (_ln(swap=True), "weight and bias are swapped"),
+    (_ln(affine=False), "weight and bias are not applied"),
+    (_ln(naive=True), "E[x²] − E[x]²"),
+])
+def test_layer_norm_hints(fn, fragment, capsys):
+    assert_hint(check_layer_norm, fn, fragment, capsys)
+
+
+def test_layer_norm_hint_without_keepdim(capsys):
+    def fn(x, weight, bias, eps=1e-5):
+        mean = x.mean(-1)
+        var = x.var(-1, unbiased=False)
+        return (x - mean) / torch.sqrt(var + eps) * weight + bias
+    assert_hint(check_layer_norm, fn, "keepdim=True", capsys)
+
+
+# ---------------------------------------------------------------- sinusoidal
+def pe_ok(max_len, d_model):
+    pe = torch.zeros(max_len, d_model)
+    pos = torch.arange(max_len).unsqueeze(1).float()
+    div = torch.exp(torch.arange(0, d_model, 2).float() * (-math.log(10000.0) / d_model))
+    pe[:, 0::2] = torch.sin(pos * div)
+    pe[:, 1::2] = torch.cos(pos * div[: d_model // 2])
+    return pe
+
+
+def pe_loops(max_len, d_model):
+    return torch.tensor([[math.sin(p / 10000 ** (j / d_model)) if j % 2 == 0
+                          else math.cos(p / 10000 ** ((j - 1) / d_model))
+                          for j in range(d_model)] for p in range(max_len)],
+                        dtype=torch.float64)
+
+
+def pe_even_only(max_len, d_model):
+    pe = torch.zeros(max_len, d_model)
+    pos = torch.arange(max_len).unsqueeze(1).float()
+    div = torch.exp(torch.arange(0, d_model, 2).float() * (-math.log(10000.0) / d_model))
+    pe[:, 0::2] = torch.sin(pos * div)
+    pe[:, 1::2] = torch.cos(pos * div)  # breaks for odd d_model
+    return pe
+
+
+def _pe(layout="interleaved", exponent="2i", start=0, divide=True):
+    def fn(max_len, d_model):
+        pos = torch.arange(start, start + max_len, dtype=torch.float64)[:, None]
+        i = torch.arange(0, d_model, 2, dtype=torch.float64)  # 2i
+        if exponent == "j":
+            freq_s = 10000 ** (torch.arange(0, d_model, 2) / d_model)
+            freq_c = 10000 ** (torch.arange(1, d_model, 2) / d_model)
+        else:
+            e = 2 * i if exponent == "4i" else i
+            freq_s = freq_c = 10000 ** (e / d_model)
+        freq_c = freq_c[: d_model // 2]
+        a_s = pos / freq_s if divide else pos * freq_s
+        a_c = pos / freq_c if divide else pos * freq_c
+        pe = torch.zeros(max_len, d_model, dtype=torch.float64)
+        if layout == "halves":
+            return torch.cat([torch.sin(a_s), torch.cos(a_c)], dim=-1)
+        if layout == "swapped":
+            pe[:, 0::2], pe[:, 1::2] = torch.cos(a_s), torch.sin(a_c)
+        else:
+            pe[:, 0::2], pe[:, 1::2] = torch.sin(a_s), torch.cos(a_c)
+        return pe
+    return fn
+
+
+def test_sinusoidal_accepts_right_answers(capsys):
+    assert_passes(check_sinusoidal_encoding, pe_ok, capsys)
+    assert_passes(check_sinusoidal_encoding, pe_loops, capsys)
+    assert_passes(check_sinusoidal_encoding, _pe(), capsys)
+
+
+@pytest.mark.parametrize("fn, fragment", [
+    (_pe(layout="halves"), "in two halves"),
+    (_pe(layout="swapped"), "sine and cosine are swapped"),
+    (_pe(exponent="j"), "each column has its own frequency"),
+    (_pe(exponent="4i"), "the exponent is doubled"),
+    (_pe(start=1), "positions start at 1"),
+    (_pe(divide=False), "divide: the angle is"),
+    (lambda n, d: pe_ok(n, d).T, "transposed"),
+    (pe_even_only, "odd d_model (7) fails"),
+])
+def test_sinusoidal_hints(fn, fragment, capsys):
+    assert_hint(check_sinusoidal_encoding, fn, fragment, capsys)
