@@ -26,10 +26,13 @@ def load_torch_attention(ours: MultiHeadAttention, theirs: nn.MultiheadAttention
     if ours.d_model != theirs.embed_dim or ours.num_heads != theirs.num_heads:
         raise ValueError(
             f"load_torch_attention: sizes differ: ours d_model={ours.d_model}, "
-            f"heads={ours.num_heads}; theirs embed_dim={theirs.embed_dim}, heads={theirs.num_heads}"
+            f"heads={ours.num_heads}; theirs embed_dim={theirs.embed_dim}, "
+            f"heads={theirs.num_heads}"
         )
     if theirs.in_proj_weight is None:
-        raise ValueError("load_torch_attention: kdim/vdim different from embed_dim are not supported")
+        raise ValueError(
+            "load_torch_attention: kdim/vdim different from embed_dim are not supported"
+        )
     for proj, w in zip((ours.w_q, ours.w_k, ours.w_v), theirs.in_proj_weight.chunk(3)):
         proj.weight.copy_(w)
     ours.w_o.weight.copy_(theirs.out_proj.weight)

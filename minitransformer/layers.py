@@ -51,7 +51,12 @@ class EncoderLayer(nn.Module):
     """
 
     def __init__(
-        self, d_model: int, num_heads: int, d_ff: int, dropout: float = 0.1, norm_first: bool = False
+        self,
+        d_model: int,
+        num_heads: int,
+        d_ff: int,
+        dropout: float = 0.1,
+        norm_first: bool = False,
     ):
         super().__init__()
         self.norm_first = norm_first
@@ -95,7 +100,12 @@ class DecoderLayer(nn.Module):
     with Add & Norm. Arguments as for :class:`EncoderLayer`."""
 
     def __init__(
-        self, d_model: int, num_heads: int, d_ff: int, dropout: float = 0.1, norm_first: bool = False
+        self,
+        d_model: int,
+        num_heads: int,
+        d_ff: int,
+        dropout: float = 0.1,
+        norm_first: bool = False,
     ):
         super().__init__()
         self.norm_first = norm_first

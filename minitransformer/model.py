@@ -156,10 +156,13 @@ class Transformer(nn.Module):
     def _check_tokens(self, tokens: Tensor, name: str, vocab_size: int) -> None:
         where = type(self).__name__
         if not isinstance(tokens, Tensor):
-            raise TypeError(f"{where}: {name} must be a tensor of token ids, got {type(tokens).__name__}")
+            raise TypeError(
+                f"{where}: {name} must be a tensor of token ids, got {type(tokens).__name__}"
+            )
         if tokens.dtype.is_floating_point or tokens.dtype.is_complex or tokens.dtype == torch.bool:
             raise TypeError(
-                f"{where}: {name} must hold integer token ids (torch.long), got dtype {tokens.dtype}"
+                f"{where}: {name} must hold integer token ids (torch.long), "
+                f"got dtype {tokens.dtype}"
             )
         if tokens.dim() != 2:
             raise ValueError(

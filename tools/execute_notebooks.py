@@ -24,9 +24,8 @@ ROOT = Path(__file__).resolve().parents[1]
 def execute(path: Path, timeout: int) -> float:
     nb = nbformat.read(path, as_version=4)
     start = time.perf_counter()
-    client = NotebookClient(
-        nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
-    )
+    resources = {"metadata": {"path": str(path.parent)}}
+    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", resources=resources)
     client.execute()
     seconds = time.perf_counter() - start
     nbformat.write(nb, path)

@@ -1,0 +1,178 @@
+"""Scaled dot-product and multi-head attention against PyTorch's own."""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import minitransformer as mt
+
+
+def _mask(kind, b, lq, lk):
+    if kind is None:
+        return None
+    if kind == "causal":
+        # bottom-right aligned, so that no query row is fully masked
+        return torch.ones(lq, lk, dtype=torch.bool).tril(diagonal=max(lk - lq, 0))
+    if kind == "padding":
+        m = torch.ones(b, 1, 1, lk, dtype=torch.bool)
+        m[0, ..., lk - min(2, lk - 1):] = False  # keep at least one key
+        return m
+    if kind == "random":
+        m = torch.rand(b, 1, lq, lk) > 0.5
+        m[..., 0] = True
+        return m
+    if kind == "float":
+        return torch.randn(lq, lk)
+    raise ValueError(kind)
+
+
+SHAPES = [(1, 1, 1, 4), (2, 5, 5, 8), (3, 4, 7, 16)]
+MASKS = [None, "causal", "padding", "random", "float"]
+
+
+@pytest.mark.parametrize("b,lq,lk,d", SHAPES)
+@pytest.mark.parametrize("kind", MASKS)
+def test_sdpa_matches_torch(b, lq, lk, d, kind):
+    q, k, v = torch.randn(b, 2, lq, d), torch.randn(b, 2, lk, d), torch.randn(b, 2, lk, 3)
+    mask = _mask(kind, b, lq, lk)
+    out, weights = mt.scaled_dot_product_attention(q, k, v, mask)
+    ref = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-5)
+    assert weights.shape == (b, 2, lq, lk)
+    torch.testing.assert_close(weights.sum(-1), torch.ones(b, 2, lq))
+    assert (weights >= 0).all()
+
+
+def test_sdpa_closed_form_one_query():
+    q = torch.tensor([[1.0, 0.0]])
+    k = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+    v = torch.tensor([[10.0], [20.0]])
+    _, w = mt.scaled_dot_product_attention(q, k, v)
+    e = math.exp(1 / math.sqrt(2))
+    torch.testing.assert_close(w, torch.tensor([[e / (e + 1), 1 / (e + 1)]]))
+
+
+def test_fully_masked_row_gives_zeros_not_nan():
+    q, k, v = torch.randn(2, 3, 4), torch.randn(2, 5, 4), torch.randn(2, 5, 4)
+    mask = torch.ones(2, 3, 5, dtype=torch.bool)
+    mask[0, 1] = False
+    q.requires_grad_(True)
+    out, w = mt.scaled_dot_product_attention(q, k, v, mask)
+    assert not torch.isnan(out).any() and not torch.isnan(w).any()
+    assert torch.equal(out[0, 1], torch.zeros(4)) and torch.equal(w[0, 1], torch.zeros(5))
+    out.sum().backward()
+    assert not torch.isnan(q.grad).any()
+    # the same through the float form and through the fused path of the module
+    out_f, _ = mt.scaled_dot_product_attention(q, k, v, mt.to_additive_mask(mask))
+    torch.testing.assert_close(out_f, out)
+    mha = mt.MultiHeadAttention(8, 2).eval()
+    x, mem = torch.randn(2, 3, 8), torch.randn(2, 5, 8)
+    fused, _ = mha(x, mem, mem, mask)
+    readable, _ = mha(x, mem, mem, mask, need_weights=True)
+    assert not torch.isnan(fused).any()
+    torch.testing.assert_close(fused, readable)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64])
+def test_sdpa_gradcheck(dtype):
+    q = torch.randn(2, 3, 4, dtype=dtype, requires_grad=True)
+    k = torch.randn(2, 5, 4, dtype=dtype, requires_grad=True)
+    v = torch.randn(2, 5, 3, dtype=dtype, requires_grad=True)
+    mask = torch.rand(2, 3, 5) > 0.3
+    mask[..., 0] = True
+    assert torch.autograd.gradcheck(
+        lambda q, k, v: mt.scaled_dot_product_attention(q, k, v, mask)[0], (q, k, v)
+    )
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("b,lq,lk,d,h", [(1, 1, 1, 8, 1), (2, 5, 5, 16, 4), (3, 4, 9, 32, 8)])
+@pytest.mark.parametrize("kind", [None, "causal", "padding", "random"])
+@pytest.mark.parametrize("self_attention", [True, False])
+def test_mha_matches_nn_multiheadattention(seed, b, lq, lk, d, h, kind, self_attention):
+    torch.manual_seed(seed)
+    ref = nn.MultiheadAttention(d, h, batch_first=True).eval()
+    ours = mt.MultiHeadAttention(d, h).eval()
+    mt.load_torch_attention(ours, ref)
+    if self_attention:
+        lk = lq
+        q = k = v = torch.randn(b, lq, d)
+    else:
+        q, k, v = torch.randn(b, lq, d), torch.randn(b, lk, d), torch.randn(b, lk, d)
+    mask = _mask(kind, b, lq, lk)
+    kw = {}
+    if kind == "padding":
+        kw["key_padding_mask"] = mt.to_torch_bool_mask(mask[:, 0, 0])
+    elif mask is not None:
+        m = mask if mask.dim() == 2 else mask[:, 0].repeat_interleave(h, dim=0)
+        kw["attn_mask"] = mt.to_torch_bool_mask(m)
+    expected, expected_w = ref(q, k, v, need_weights=True, average_attn_weights=False, **kw)
+    fused, none = ours(q, k, v, mask)
+    readable, weights = ours(q, k, v, mask, need_weights=True)
+    assert none is None
+    torch.testing.assert_close(fused, expected, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(readable, expected, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(weights, expected_w, rtol=1e-5, atol=1e-5)
+
+
+def test_mha_three_d_mask_applies_to_every_head():
+    mha = mt.MultiHeadAttention(8, 2).eval()
+    x = torch.randn(2, 4, 8)
+    mask3 = torch.rand(2, 4, 4) > 0.5
+    mask3[..., 0] = True
+    a, _ = mha(x, x, x, mask3)
+    b, _ = mha(x, x, x, mask3[:, None])
+    torch.testing.assert_close(a, b)
+
+
+def test_mha_parameter_names_and_count():
+    mha = mt.MultiHeadAttention(16, 4)
+    names = {n for n, _ in mha.named_parameters()}
+    assert names == {f"w_{p}.{t}" for p in "qkvo" for t in ("weight", "bias")}
+    assert sum(p.numel() for p in mha.parameters()) == 4 * (16 * 16 + 16)
+
+
+def test_mha_train_mode_dropout_is_random_but_shape_preserving():
+    mha = mt.MultiHeadAttention(8, 2, dropout=0.5).train()
+    x = torch.randn(2, 6, 8)
+    a, _ = mha(x, x, x)
+    b, _ = mha(x, x, x)
+    assert a.shape == (2, 6, 8) and not torch.allclose(a, b)
+
+
+# --- bad input -----------------------------------------------------------------
+
+def test_sdpa_errors():
+    q, k, v = torch.randn(2, 3, 4), torch.randn(2, 5, 4), torch.randn(2, 5, 6)
+    with pytest.raises(ValueError, match="share their last dimension"):
+        mt.scaled_dot_product_attention(q, torch.randn(2, 5, 3), v)
+    with pytest.raises(ValueError, match="same length"):
+        mt.scaled_dot_product_attention(q, k, torch.randn(2, 4, 6))
+    with pytest.raises(ValueError, match="does not broadcast"):
+        mt.scaled_dot_product_attention(q, k, v, torch.ones(3, 4, dtype=torch.bool))
+    with pytest.raises(TypeError, match="bool"):
+        mt.scaled_dot_product_attention(q, k, v, torch.ones(3, 5, dtype=torch.long))
+    with pytest.raises(TypeError, match="tensor"):
+        mt.scaled_dot_product_attention(q.tolist(), k, v)
+    with pytest.raises(ValueError, match="at least 2 dims"):
+        mt.scaled_dot_product_attention(torch.randn(4), k, v)
+
+
+def test_mha_errors():
+    with pytest.raises(ValueError, match="divisible"):
+        mt.MultiHeadAttention(10, 3)
+    mha = mt.MultiHeadAttention(8, 2)
+    x = torch.randn(2, 3, 8)
+    with pytest.raises(ValueError, match="d_model=8"):
+        mha(torch.randn(2, 3, 6), x, x)
+    with pytest.raises(ValueError, match="same batch and length"):
+        mha(x, x, torch.randn(2, 4, 8))
+    with pytest.raises(ValueError, match="same batch size"):
+        mha(torch.randn(3, 3, 8), x, x)
+    with pytest.raises(ValueError, match="does not broadcast"):
+        mha(x, x, x, torch.ones(4, 4, dtype=torch.bool))
+    with pytest.raises(TypeError, match="bool"):
+        mha(x, x, x, torch.ones(3, 3, dtype=torch.int32))

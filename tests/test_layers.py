@@ -1,0 +1,158 @@
+"""LayerNorm, feed-forward, positional encodings and encoder/decoder layers
+against PyTorch's modules and closed forms."""
+
+import math
+
+import pytest
+import torch
+from torch import nn
+
+import minitransformer as mt
+
+
+@pytest.mark.parametrize("shape", [(4, 8), (2, 3, 16), (1, 1, 5)])
+@pytest.mark.parametrize("eps", [1e-5, 1e-2])
+def test_layernorm_matches_torch(shape, eps):
+    d = shape[-1]
+    ours, ref = mt.LayerNorm(d, eps=eps), nn.LayerNorm(d, eps=eps)
+    with torch.no_grad():
+        ref.weight.normal_()
+        ref.bias.normal_()
+    ours.load_state_dict(ref.state_dict())  # same parameter names: weight (α), bias (β)
+    x = torch.randn(shape) * 3 + 1
+    torch.testing.assert_close(ours(x), ref(x))
+
+
+def test_layernorm_normalises_each_token():
+    x = torch.randn(3, 5, 32) * 7 - 2
+    y = mt.LayerNorm(32)(x)
+    torch.testing.assert_close(y.mean(-1), torch.zeros(3, 5), atol=1e-5, rtol=0)
+    torch.testing.assert_close(y.var(-1, unbiased=False), torch.ones(3, 5), atol=1e-3, rtol=0)
+
+
+def test_layernorm_gradcheck():
+    ln = mt.LayerNorm(6).double()
+    with torch.no_grad():
+        ln.weight.normal_()
+        ln.bias.normal_()
+    x = torch.randn(2, 3, 6, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(ln, (x,))
+    w, b = ln.weight.detach().clone(), ln.bias.detach().clone()
+    w.requires_grad_(True)
+    b.requires_grad_(True)
+    assert torch.autograd.gradcheck(
+        lambda w, b: torch.func.functional_call(ln, {"weight": w, "bias": b}, (x.detach(),)),
+        (w, b),
+    )
+
+
+def test_layernorm_rejects_wrong_width():
+    with pytest.raises(ValueError, match="last dimension 8"):
+        mt.LayerNorm(8)(torch.randn(2, 7))
+
+
+def test_ffn_is_relu_mlp_at_every_position():
+    ffn = mt.PositionwiseFeedForward(8, 32).eval()
+    x = torch.randn(2, 5, 8)
+    expected = ffn.linear2(torch.relu(ffn.linear1(x)))
+    torch.testing.assert_close(ffn(x), expected)
+    # position-wise: each position alone gives the same result
+    torch.testing.assert_close(ffn(x[:, 2:3]), ffn(x)[:, 2:3])
+
+
+@pytest.mark.parametrize("d_model", [4, 16, 7])
+def test_sinusoid_closed_form(d_model):
+    pe = mt.SinusoidalPositionalEncoding(d_model, max_len=50).pe
+    assert pe.shape == (50, d_model)
+    for pos in (0, 1, 13, 49):
+        for j in range(d_model):
+            i2 = j - j % 2
+            angle = pos / 10000 ** (i2 / d_model)
+            expected = math.sin(angle) if j % 2 == 0 else math.cos(angle)
+            assert abs(pe[pos, j].item() - expected) < 1e-6
+
+
+def test_positional_modules_add_and_check_length():
+    x = torch.zeros(2, 6, 8)
+    sin = mt.SinusoidalPositionalEncoding(8, max_len=10)
+    torch.testing.assert_close(sin(x), sin.pe[:6].expand(2, 6, 8))
+    learned = mt.LearnedPositionalEmbedding(10, 8)
+    torch.testing.assert_close(learned(x), learned.embedding.weight[:6].expand(2, 6, 8))
+    for module in (sin, learned):
+        with pytest.raises(ValueError, match="longer than max_len=10"):
+            module(torch.zeros(1, 11, 8))
+        with pytest.raises(ValueError, match="d_model=8"):
+            module(torch.zeros(1, 3, 5))
+    assert "pe" in sin.state_dict() and not list(sin.parameters())
+
+
+def _torch_encoder_layer(d, h, f, norm_first):
+    return nn.TransformerEncoderLayer(d, h, f, dropout=0.0, batch_first=True, norm_first=norm_first)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("use_mask", [False, True])
+def test_encoder_layer_matches_torch(norm_first, seed, use_mask):
+    torch.manual_seed(seed)
+    d, h, f = 16, 4, 32
+    ref = _torch_encoder_layer(d, h, f, norm_first).eval()
+    ours = mt.EncoderLayer(d, h, f, dropout=0.0, norm_first=norm_first).eval()
+    mt.load_torch_encoder_layer(ours, ref)
+    tokens = torch.randint(1, 9, (3, 7))
+    tokens[1, 5:] = 0
+    x = torch.randn(3, 7, d)
+    if use_mask:
+        expected = ref(x, src_key_padding_mask=mt.torch_key_padding_mask(tokens, 0))
+        got = ours(x, mt.padding_mask(tokens, 0))
+        keep = tokens != 0  # PyTorch's fast path may zero padded rows; compare real tokens
+        torch.testing.assert_close(got[keep], expected[keep], rtol=1e-5, atol=1e-5)
+    else:
+        torch.testing.assert_close(ours(x), ref(x), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_decoder_layer_matches_torch(norm_first, seed):
+    torch.manual_seed(seed)
+    d, h, f = 16, 4, 32
+    ref = nn.TransformerDecoderLayer(
+        d, h, f, dropout=0.0, batch_first=True, norm_first=norm_first
+    ).eval()
+    ours = mt.DecoderLayer(d, h, f, dropout=0.0, norm_first=norm_first).eval()
+    mt.load_torch_decoder_layer(ours, ref)
+    src = torch.randint(1, 9, (2, 6))
+    src[0, 4:] = 0
+    x, memory = torch.randn(2, 5, d), torch.randn(2, 6, d)
+    expected = ref(
+        x, memory,
+        tgt_mask=mt.to_torch_bool_mask(mt.causal_mask(5)),
+        memory_key_padding_mask=mt.torch_key_padding_mask(src, 0),
+    )
+    got = ours(x, memory, mt.causal_mask(5), mt.padding_mask(src, 0))
+    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_stacks_match_torch_stacks(norm_first):
+    d, h, f, n = 16, 2, 24, 3
+    enc_layer = _torch_encoder_layer(d, h, f, norm_first)
+    ref_enc = nn.TransformerEncoder(
+        enc_layer, n, norm=nn.LayerNorm(d) if norm_first else None, enable_nested_tensor=False
+    ).eval()
+    ours = mt.Encoder(n, d, h, f, dropout=0.0, norm_first=norm_first).eval()
+    for a, b in zip(ours.layers, ref_enc.layers):
+        mt.load_torch_encoder_layer(a, b)
+    if norm_first:
+        ours.norm.load_state_dict(ref_enc.norm.state_dict())
+    x = torch.randn(2, 5, d)
+    torch.testing.assert_close(ours(x), ref_enc(x), rtol=1e-5, atol=1e-5)
+
+
+def test_layer_submodule_names():
+    enc = mt.EncoderLayer(8, 2, 16)
+    dec = mt.DecoderLayer(8, 2, 16)
+    assert {"self_attn", "ffn", "norm1", "norm2"} <= dict(enc.named_children()).keys()
+    assert {"self_attn", "cross_attn", "ffn", "norm1", "norm2", "norm3"} <= dict(
+        dec.named_children()
+    ).keys()
