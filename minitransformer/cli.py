@@ -1,0 +1,439 @@
+"""The command line: train, translate and evaluate a Transformer translator.
+
+    python -m minitransformer train --dataset multi30k --minutes 10 --out runs/de-en
+    echo "Ein Mann fährt Fahrrad." | python -m minitransformer translate --checkpoint runs/de-en
+    python -m minitransformer evaluate --checkpoint runs/de-en --split test_2016_flickr --beam 4
+
+``train``'s defaults are the book's CPU configuration (chapter 10): the
+encoder-decoder Transformer of Vaswani et al. (2017) with d_model 256, 8
+heads, 3 + 3 layers, d_ff 512, pre-LN, batches of about 2,048 source +
+target tokens, Adam with the warm-up schedule and label smoothing 0.1. It
+trains until its time budget (``--minutes``) is spent, validates, saves
+``last.pt`` / ``best.pt`` (:mod:`minitransformer.checkpoint`), the
+vocabularies, the history and ``run.json`` in ``--out``, and prints the
+validation BLEU.
+
+``translate`` reads one sentence a line on stdin and writes exactly one
+detokenised translation a line on stdout (an empty line gives an empty line),
+so outputs stay aligned with references. ``evaluate`` translates a Multi30k
+split and prints sacreBLEU's corpus BLEU with its signature.
+
+Errors (bad arguments, a missing or corrupt checkpoint, a missing corpus)
+print one message on stderr and exit with status 2, without a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["main", "build_parser", "CPU_DEFAULTS"]
+
+#: The chapter's CPU configuration (defaults of ``train``).
+CPU_DEFAULTS: dict[str, Any] = {
+    "d_model": 256,
+    "heads": 8,
+    "encoder_layers": 3,
+    "decoder_layers": 3,
+    "d_ff": 512,
+    "dropout": 0.1,
+    "max_tokens": 2048,
+    "lr": 1e-3,
+    "schedule": "noam",
+    "warmup": 400,
+    "label_smoothing": 0.1,
+    "min_freq": 2,
+}
+
+PROG = "python -m minitransformer"
+
+
+class CLIError(Exception):
+    """An error to report in one line (exit status 2), not as a traceback."""
+
+
+# --------------------------------------------------------------------------- argument types
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {value}")
+    return value
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1), got {text!r}") from None
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1), got {value}")
+    return value
+
+
+# --------------------------------------------------------------------------- parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``argparse`` parser of the three commands."""
+    from .data import MULTI30K_LANGS, MULTI30K_SPLITS
+
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Train, use and evaluate the minitransformer translator (Multi30k).",
+        epilog="Run '%(prog)s COMMAND --help' for the options of a command.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    d = CPU_DEFAULTS
+
+    # ---- train
+    tr = sub.add_parser(
+        "train",
+        help="train a Transformer on a translation corpus",
+        description="Train an encoder-decoder Transformer until the time budget is spent, "
+        "then validate and save checkpoints, vocabularies and the history in --out. "
+        "Defaults: the book's CPU configuration.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    tr.add_argument("--dataset", choices=["multi30k"], default="multi30k", help="the corpus")
+    tr.add_argument("--out", required=True, type=Path, help="folder for checkpoints and logs")
+    tr.add_argument("--src-lang", choices=MULTI30K_LANGS, default="de", help="source language")
+    tr.add_argument("--tgt-lang", choices=MULTI30K_LANGS, default="en", help="target language")
+    tr.add_argument("--data-root", type=Path, default=None,
+                    help="folder holding the raw files (else $MINITRANSFORMER_DATA/multi30k, "
+                    "the user cache, or a download)")
+    tr.add_argument("--no-download", action="store_true", help="never use the network")
+    budget = tr.add_argument_group("budget (training stops at the first one reached)")
+    budget.add_argument("--minutes", type=_positive_float, default=10.0,
+                        help="wall-clock minutes of training")
+    budget.add_argument("--epochs", type=_positive_int, default=None, help="passes over the data")
+    budget.add_argument("--max-steps", type=_positive_int, default=None, help="optimiser steps")
+    model = tr.add_argument_group("model")
+    model.add_argument("--d-model", type=_positive_int, default=d["d_model"], help="model width")
+    model.add_argument("--heads", type=_positive_int, default=d["heads"], help="attention heads")
+    model.add_argument("--encoder-layers", type=_positive_int, default=d["encoder_layers"])
+    model.add_argument("--decoder-layers", type=_positive_int, default=d["decoder_layers"])
+    model.add_argument("--d-ff", type=_positive_int, default=d["d_ff"],
+                       help="feed-forward inner width")
+    model.add_argument("--dropout", type=_fraction, default=d["dropout"])
+    model.add_argument("--post-ln", action="store_true",
+                       help="LayerNorm after each residual add, as in the paper (default: pre-LN)")
+    opt = tr.add_argument_group("data and optimisation")
+    opt.add_argument("--min-freq", type=_positive_int, default=d["min_freq"],
+                     help="rarer words become <unk>")
+    opt.add_argument("--max-len", type=_positive_int, default=100,
+                     help="drop training pairs with a side longer than this (tokens)")
+    opt.add_argument("--max-tokens", type=_positive_int, default=d["max_tokens"],
+                     help="padded source + target tokens per batch")
+    opt.add_argument("--lr", type=_positive_float, default=d["lr"], help="peak learning rate")
+    opt.add_argument("--schedule", choices=["noam", "constant"], default=d["schedule"],
+                     help="after warm-up: decay as 1/sqrt(step) (noam) or stay flat")
+    opt.add_argument("--warmup", type=int, default=d["warmup"], help="warm-up steps")
+    opt.add_argument("--label-smoothing", type=_fraction, default=d["label_smoothing"])
+    opt.add_argument("--eval-every", type=_positive_int, default=None,
+                     help="validate every N steps (default: after each epoch)")
+    opt.add_argument("--seed", type=int, default=0)
+    opt.add_argument("--device", default="auto", help="'auto' (CUDA, MPS, CPU) or a torch device")
+    opt.add_argument("--amp", choices=["auto", "bf16", "off"], default="auto",
+                     help="bf16 autocast ('auto': on CUDA GPUs that support it)")
+    opt.add_argument("--resume", action="store_true",
+                     help="continue from OUT/last.pt (same data, vocabularies and model)")
+    opt.add_argument("--no-bleu", action="store_true",
+                     help="skip the validation BLEU printed at the end")
+    tr.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    # ---- translate
+    tl = sub.add_parser(
+        "translate",
+        help="translate stdin to stdout, one sentence a line",
+        description="Read one source sentence a line on stdin; write exactly one "
+        "detokenised translation a line on stdout (an empty line gives an empty line).",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    _decoding_args(tl)
+
+    # ---- evaluate
+    ev = sub.add_parser(
+        "evaluate",
+        help="BLEU of a checkpoint on a Multi30k split",
+        description="Translate a Multi30k split and print sacreBLEU's corpus BLEU "
+        "(lowercased) with its signature.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    _decoding_args(ev)
+    ev.add_argument("--split", choices=MULTI30K_SPLITS, default="test_2016_flickr")
+    ev.add_argument("--data-root", type=Path, default=None,
+                    help="folder holding the raw files (default: as for train)")
+    ev.add_argument("--no-download", action="store_true", help="never use the network")
+    ev.add_argument("--limit", type=_positive_int, default=None,
+                    help="evaluate on the first N sentences only")
+    ev.add_argument("--output", type=Path, default=None,
+                    help="also write the translations to this file, one a line")
+    return parser
+
+
+def _decoding_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--checkpoint", required=True, type=Path,
+                   help="a checkpoint file, or a training folder (best.pt, else last.pt)")
+    p.add_argument("--beam", type=_positive_int, default=1,
+                   help="beam size (1 = greedy search)")
+    p.add_argument("--length-penalty", type=float, default=0.6,
+                   help="GNMT length penalty alpha of beam search")
+    p.add_argument("--batch-size", type=_positive_int, default=64,
+                   help="sentences decoded together")
+    p.add_argument("--device", default="auto", help="'auto' (CUDA, MPS, CPU) or a torch device")
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _checkpoint_file(path: Path) -> Path:
+    if path.is_dir():
+        for name in ("best.pt", "last.pt"):
+            if (path / name).is_file():
+                return path / name
+        raise CLIError(f"no checkpoint in {path} (expected best.pt or last.pt)")
+    if not path.exists():
+        raise CLIError(f"checkpoint {path} does not exist")
+    return path
+
+
+def _load(path: Path, device_name: str):
+    """(model in eval mode, src vocab, tgt vocab, run info) from a checkpoint."""
+    from .checkpoint import build_model, load_checkpoint
+    from .data import Vocab
+    from .training import pick_device
+
+    file = _checkpoint_file(path)
+    try:
+        device = pick_device(device_name)
+    except RuntimeError as err:
+        raise CLIError(f"bad --device {device_name!r}: {err}") from None
+    try:
+        ckpt = load_checkpoint(file, map_location="cpu")
+        model = build_model(ckpt, map_location="cpu").to(device)
+        vocabs = ckpt.get("vocabs") or {}
+        src_vocab, tgt_vocab = Vocab.from_dict(vocabs["src"]), Vocab.from_dict(vocabs["tgt"])
+    except FileNotFoundError as err:
+        raise CLIError(str(err)) from None
+    except KeyError as err:
+        raise CLIError(f"{file} is not a translation checkpoint (missing {err})") from None
+    except (ValueError, TypeError, RuntimeError, AttributeError) as err:
+        raise CLIError(f"cannot use checkpoint {file}: {err}") from None
+    info_file = file.parent / "run.json"
+    try:
+        info = json.loads(info_file.read_text()) if info_file.is_file() else {}
+    except (OSError, json.JSONDecodeError) as err:
+        raise CLIError(f"cannot read {info_file}: {err}") from None
+    return model, src_vocab, tgt_vocab, info
+
+
+def _load_pairs(split: str, src: str, tgt: str, root: Path | None, download: bool):
+    from .data import DatasetNotFoundError, load_multi30k
+
+    if src == tgt:
+        raise CLIError(f"source and target language are both {src!r}")
+    try:
+        return load_multi30k(split, src, tgt, root=root, download=download)
+    except DatasetNotFoundError as err:
+        raise CLIError(str(err)) from None
+
+
+def _translate(model, sentences: list[str], src_vocab, tgt_vocab, args) -> list[str]:
+    from .decoding import translate
+
+    out = translate(
+        model, sentences, src_vocab, tgt_vocab, beam_size=args.beam,
+        batch_size=args.batch_size, length_penalty=args.length_penalty,
+    )
+    # One line per input line, whatever the model produced.
+    return [" ".join(line.split()) for line in out]
+
+
+# --------------------------------------------------------------------------- commands
+
+
+def _cmd_train(args: argparse.Namespace) -> int:
+    import torch
+
+    from .checkpoint import load_checkpoint
+    from .data import TokenBatcher, Vocab, build_vocabs, encode_pairs
+    from .decoding import corpus_bleu
+    from .model import Transformer, TransformerConfig
+    from .training import TrainConfig, fit, pick_device
+
+    out: Path = args.out
+    if out.exists() and not out.is_dir():
+        raise CLIError(f"--out {out} exists and is not a folder")
+    if args.d_model % args.heads:
+        raise CLIError(f"--d-model ({args.d_model}) must be divisible by --heads ({args.heads})")
+    if args.warmup < 0:
+        raise CLIError(f"--warmup must be >= 0, got {args.warmup}")
+    try:
+        pick_device(args.device)
+    except RuntimeError as err:
+        raise CLIError(f"bad --device {args.device!r}: {err}") from None
+    download = not args.no_download
+    t0 = time.perf_counter()
+    train_pairs = _load_pairs("train", args.src_lang, args.tgt_lang, args.data_root, download)
+    valid_pairs = _load_pairs("val", args.src_lang, args.tgt_lang, args.data_root, download)
+
+    resume_file = out / "last.pt"
+    if args.resume and resume_file.is_file():
+        try:
+            ckpt = load_checkpoint(resume_file)
+            src_vocab = Vocab.from_dict(ckpt["vocabs"]["src"])
+            tgt_vocab = Vocab.from_dict(ckpt["vocabs"]["tgt"])
+            model_config = TransformerConfig(**ckpt["model_config"])
+        except (ValueError, KeyError, TypeError) as err:
+            raise CLIError(f"cannot resume from {resume_file}: {err}") from None
+        print(f"resuming from {resume_file} (model options of the command line ignored)")
+    else:
+        src_vocab, tgt_vocab = build_vocabs(train_pairs, min_freq=args.min_freq)
+        model_config = TransformerConfig(
+            src_vocab_size=len(src_vocab), tgt_vocab_size=len(tgt_vocab),
+            d_model=args.d_model, num_heads=args.heads,
+            num_encoder_layers=args.encoder_layers, num_decoder_layers=args.decoder_layers,
+            d_ff=args.d_ff, dropout=args.dropout, max_len=max(256, args.max_len + 2),
+            norm_first=not args.post_ln,
+        )
+    train_ex = encode_pairs(train_pairs, src_vocab, tgt_vocab, max_len=args.max_len)
+    valid_ex = encode_pairs(valid_pairs, src_vocab, tgt_vocab)
+    if not train_ex or not valid_ex:
+        raise CLIError("no usable training or validation pairs")
+    train_batches = TokenBatcher(train_ex, args.max_tokens, shuffle=True, seed=args.seed)
+    valid_batches = list(TokenBatcher(valid_ex, args.max_tokens, shuffle=False))
+    print(
+        f"{args.dataset} {args.src_lang}→{args.tgt_lang}: {len(train_ex):,} training pairs, "
+        f"{len(valid_ex):,} validation pairs, vocabularies {len(src_vocab):,} / "
+        f"{len(tgt_vocab):,} words, {len(train_batches)} batches an epoch "
+        f"(prepared in {time.perf_counter() - t0:.1f} s)",
+        flush=True,
+    )
+
+    torch.manual_seed(args.seed)
+    model = Transformer(model_config)
+    n_params = sum(p.numel() for p in model.parameters())
+    try:
+        config = TrainConfig(
+            lr=args.lr, schedule=args.schedule, warmup_steps=args.warmup,
+            label_smoothing=args.label_smoothing, epochs=args.epochs,
+            max_steps=args.max_steps, max_minutes=args.minutes, eval_every=args.eval_every,
+            seed=args.seed, device=args.device, amp=args.amp, checkpoint_dir=str(out),
+            resume=args.resume,
+        )
+    except ValueError as err:
+        raise CLIError(str(err)) from None
+    print(f"model: {n_params / 1e6:.1f} M parameters; training for at most "
+          f"{args.minutes:g} minutes", flush=True)
+    out.mkdir(parents=True, exist_ok=True)
+    src_vocab.save(out / "src_vocab.json")
+    tgt_vocab.save(out / "tgt_vocab.json")
+    info = {
+        "dataset": args.dataset, "src_lang": args.src_lang, "tgt_lang": args.tgt_lang,
+        "lowercase": True, "model_config": model_config.to_dict(),
+        "train_config": config.to_dict(),
+    }
+    (out / "run.json").write_text(json.dumps(info, indent=2))
+    history = fit(
+        model, train_batches, valid_batches, config, progress=not args.quiet,
+        vocabs={"src": src_vocab, "tgt": tgt_vocab},
+    )
+    (out / "history.json").write_text(json.dumps(history.to_dict()))
+    steps = history.step[-1] if history.step else 0
+    valid = f"{history.valid_loss[-1]:.3f}" if history.valid_loss else "n/a"
+    print(f"stopped ({history.stop_reason}) after {steps} steps; "
+          f"validation cross-entropy {valid} nats/token; "
+          f"{history.tokens_per_second:,.0f} tokens/s; checkpoints in {out}", flush=True)
+    if not args.no_bleu:
+        from .decoding import translate
+
+        model.eval()
+        hyps = translate(model, [s for s, _ in valid_pairs], src_vocab, tgt_vocab)
+        bleu = corpus_bleu(hyps, [t for _, t in valid_pairs])
+        print(f"validation {bleu}  (greedy)\nsignature: {bleu.signature}")
+    return 0
+
+
+def _read_lines(stream) -> list[str]:
+    text = stream.read()
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()  # the newline that ends the last line
+    return [line.rstrip("\r") for line in lines]
+
+
+def _cmd_translate(args: argparse.Namespace) -> int:
+    model, src_vocab, tgt_vocab, _ = _load(args.checkpoint, args.device)
+    stdin = sys.stdin
+    if stdin.isatty():  # interactive: answer each line at once
+        for line in stdin:
+            line = line.rstrip("\r\n")
+            print(_translate(model, [line], src_vocab, tgt_vocab, args)[0], flush=True)
+        return 0
+    lines = _read_lines(stdin)
+    for hyp in _translate(model, lines, src_vocab, tgt_vocab, args):
+        sys.stdout.write(hyp + "\n")
+    sys.stdout.flush()
+    return 0
+
+
+def _cmd_evaluate(args: argparse.Namespace) -> int:
+    from .decoding import corpus_bleu
+
+    model, src_vocab, tgt_vocab, info = _load(args.checkpoint, args.device)
+    src_lang, tgt_lang = info.get("src_lang", "de"), info.get("tgt_lang", "en")
+    pairs = _load_pairs(args.split, src_lang, tgt_lang, args.data_root, not args.no_download)
+    if args.limit is not None:
+        pairs = pairs[: args.limit]
+    t0 = time.perf_counter()
+    hyps = _translate(model, [s for s, _ in pairs], src_vocab, tgt_vocab, args)
+    seconds = time.perf_counter() - t0
+    if args.output is not None:
+        args.output.write_text("".join(h + "\n" for h in hyps), encoding="utf-8")
+    bleu = corpus_bleu(hyps, [t for _, t in pairs])
+    search = "greedy" if args.beam == 1 else f"beam {args.beam}"
+    print(f"{args.split} {src_lang}→{tgt_lang}, {len(pairs)} sentences, {search}, "
+          f"decoded in {seconds:.1f} s")
+    print(bleu)
+    print(f"signature: {bleu.signature}")
+    return 0
+
+
+COMMANDS = {"train": _cmd_train, "translate": _cmd_translate, "evaluate": _cmd_evaluate}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status (0 ok, 2 error, 130 interrupted)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help (0) or a bad argument (2, message already printed)
+        return int(exc.code or 0)
+    try:
+        return COMMANDS[args.command](args)
+    except CLIError as err:
+        print(f"{PROG} {args.command}: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{PROG} {args.command}: interrupted", file=sys.stderr)
+        return 130

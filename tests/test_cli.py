@@ -1,0 +1,229 @@
+"""End-to-end tests of the command line (minitransformer.cli) on a tiny template corpus.
+
+A tiny Transformer is trained for a few steps on tests/fixtures/multi30k (80
+made-up German-English pairs); translate and evaluate are checked against the
+library's own functions and sacreBLEU called directly, and the error cases
+(missing or corrupt checkpoint, bad arguments, missing corpus) must give exit
+status 2 and one message on stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import sacrebleu
+import torch
+
+from minitransformer.checkpoint import build_model
+from minitransformer.cli import CPU_DEFAULTS, main
+from minitransformer.data import Vocab
+from minitransformer.decoding import translate
+
+FIXTURES = Path(__file__).parent / "fixtures" / "multi30k"
+TINY = [
+    "--data-root", str(FIXTURES), "--no-download",
+    "--d-model", "32", "--heads", "2", "--encoder-layers", "1", "--decoder-layers", "1",
+    "--d-ff", "64", "--min-freq", "1", "--max-tokens", "256", "--warmup", "10",
+    "--lr", "3e-3", "--quiet", "--device", "cpu",
+]
+
+
+def _lines(name: str) -> list[str]:
+    return gzip.decompress((FIXTURES / name).read_bytes()).decode().splitlines()
+
+
+def _run(capsys, argv, stdin: str | None = None, monkeypatch=None):
+    if stdin is not None:
+        monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("run")
+    code = main(["train", "--out", str(out), "--max-steps", "40", *TINY])
+    assert code == 0
+    return out
+
+
+# --- fast: parser and errors that need no model -------------------------------
+
+
+def test_defaults_are_the_chapter_cpu_configuration():
+    assert CPU_DEFAULTS["d_model"] == 256 and CPU_DEFAULTS["heads"] == 8
+    assert CPU_DEFAULTS["encoder_layers"] == CPU_DEFAULTS["decoder_layers"] == 3
+    assert CPU_DEFAULTS["d_ff"] == 512 and CPU_DEFAULTS["max_tokens"] == 2048
+    from minitransformer.cli import build_parser
+
+    args = build_parser().parse_args(["train", "--out", "x"])
+    assert (args.d_model, args.heads, args.encoder_layers, args.decoder_layers, args.d_ff) == (
+        256, 8, 3, 3, 512)
+    assert not args.post_ln and args.max_tokens == 2048 and args.schedule == "noam"
+    assert args.minutes == 10.0 and args.dataset == "multi30k"
+
+
+@pytest.mark.parametrize("command", ["train", "translate", "evaluate"])
+def test_help_of_each_command(capsys, command):
+    code, out, _ = _run(capsys, [command, "--help"])
+    assert code == 0
+    assert f"usage: python -m minitransformer {command}" in out
+    flag = {"train": "--minutes", "translate": "--beam", "evaluate": "--split"}[command]
+    assert flag in out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["translate", "--checkpoint", "x", "--beam", "0"], "--beam: expected a positive integer"),
+    (["evaluate", "--checkpoint", "x", "--split", "dev"], "invalid choice"),
+    (["train", "--out", "x", "--minutes", "-1"], "expected a positive number"),
+    (["train"], "required: --out"),
+    (["fly"], "invalid choice"),
+    ([], "required"),
+])
+def test_bad_arguments_exit_2(capsys, argv, message):
+    code, out, err = _run(capsys, argv)
+    assert code == 2 and message in err and "Traceback" not in err and out == ""
+
+
+def test_missing_checkpoint_exit_2(capsys, tmp_path):
+    code, out, err = _run(capsys, ["translate", "--checkpoint", str(tmp_path / "nope")])
+    assert code == 2 and "does not exist" in err and out == ""
+    code, _, err = _run(capsys, ["evaluate", "--checkpoint", str(tmp_path)])
+    assert code == 2 and "no checkpoint in" in err
+
+
+def test_train_argument_errors_exit_2(capsys, tmp_path):
+    code, _, err = _run(capsys, ["train", "--out", str(tmp_path / "o"), *TINY, "--heads", "3"])
+    assert code == 2 and "divisible" in err and "Traceback" not in err
+    code, _, err = _run(capsys, ["train", "--out", str(tmp_path / "o"), *TINY,
+                                 "--device", "warp-drive"])
+    assert code == 2 and "--device" in err
+
+
+def test_missing_corpus_exit_2(capsys, tmp_path, monkeypatch):
+    monkeypatch.delenv("MINITRANSFORMER_DATA", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    argv = ["train", "--out", str(tmp_path / "o"), "--no-download", "--data-root",
+            str(tmp_path / "empty")]
+    code, _, err = _run(capsys, argv)
+    assert code == 2 and "not found" in err and "MINITRANSFORMER_DATA" in err
+    assert "Traceback" not in err and not (tmp_path / "o").exists()
+
+
+@pytest.mark.slow
+def test_module_entry_point_subprocess(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+    r = subprocess.run([sys.executable, "-m", "minitransformer", "translate", "--checkpoint",
+                        str(tmp_path / "missing")], capture_output=True, text=True, env=env,
+                       timeout=120)
+    assert r.returncode == 2
+    assert "error: checkpoint" in r.stderr and "Traceback" not in r.stderr and r.stdout == ""
+
+
+# --- slow: a trained tiny model -----------------------------------------------
+
+
+@pytest.mark.slow
+def test_train_writes_checkpoints_vocabs_and_history(trained):
+    for name in ("last.pt", "best.pt", "src_vocab.json", "tgt_vocab.json", "history.json",
+                 "run.json"):
+        assert (trained / name).is_file(), name
+    ckpt = torch.load(trained / "last.pt", weights_only=True)
+    assert Vocab.from_dict(ckpt["vocabs"]["src"]) == Vocab.load(trained / "src_vocab.json")
+    assert ckpt["model_config"]["norm_first"] is True  # pre-LN by default
+    assert ckpt["model_config"]["d_model"] == 32
+    history = json.loads((trained / "history.json").read_text())
+    assert history["step"][-1] == 40 and history["stop_reason"] == "max_steps"
+    assert history["valid_loss"]  # validated before saving
+    run = json.loads((trained / "run.json").read_text())
+    assert (run["src_lang"], run["tgt_lang"]) == ("de", "en")
+    # Training lowered the loss.
+    assert sum(history["train_loss"][-5:]) < sum(history["train_loss"][:5])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("beam", [1, 3])
+def test_translate_one_line_per_input_line(trained, capsys, monkeypatch, beam):
+    sources = _lines("test_2016_flickr.de.gz")[:4]
+    text = "\n".join([sources[0], "", sources[1], "   ", sources[2], sources[3]]) + "\n"
+    code, out, err = _run(capsys, ["translate", "--checkpoint", str(trained), "--device", "cpu",
+                                   "--beam", str(beam)], stdin=text, monkeypatch=monkeypatch)
+    assert code == 0, err
+    lines = out.split("\n")
+    assert lines[-1] == "" and len(lines) - 1 == 6  # exactly one line per input line
+    assert lines[1] == "" and lines[3] == ""  # empty (or blank) in, empty out
+    # The same as the library on the model rebuilt independently from best.pt.
+    model = build_model(trained / "best.pt")
+    expected = translate(model, sources, Vocab.load(trained / "src_vocab.json"),
+                         Vocab.load(trained / "tgt_vocab.json"), beam_size=beam)
+    assert [lines[0], lines[2], lines[4], lines[5]] == expected
+    assert all(line == line.strip() and line == line.lower() for line in lines)
+
+
+@pytest.mark.slow
+def test_translate_without_final_newline(trained, capsys, monkeypatch):
+    code, out, _ = _run(capsys, ["translate", "--checkpoint", str(trained / "last.pt")],
+                        stdin="Ein Hund läuft.\r\nEin Kind sitzt.", monkeypatch=monkeypatch)
+    assert code == 0 and out.count("\n") == 2 and "\r" not in out
+    code, out, _ = _run(capsys, ["translate", "--checkpoint", str(trained)], stdin="",
+                        monkeypatch=monkeypatch)
+    assert code == 0 and out == ""
+
+
+@pytest.mark.slow
+def test_evaluate_prints_sacrebleu_score_and_signature(trained, capsys, tmp_path):
+    hyp_file = tmp_path / "hyp.txt"
+    code, out, err = _run(capsys, ["evaluate", "--checkpoint", str(trained), "--split",
+                                   "test_2016_flickr", "--data-root", str(FIXTURES),
+                                   "--no-download", "--output", str(hyp_file)])
+    assert code == 0, err
+    hyps = hyp_file.read_text().split("\n")[:-1]
+    refs = _lines("test_2016_flickr.en.gz")
+    assert len(hyps) == len(refs) == 8
+    expected = sacrebleu.corpus_bleu(hyps, [refs], lowercase=True)
+    printed = float(re.search(r"BLEU = ([0-9.]+)", out).group(1))
+    assert printed == pytest.approx(expected.score, abs=0.01)
+    assert re.search(r"signature: nrefs:1\|case:lc\|eff:no\|tok:13a\|smooth:exp\|version:", out)
+
+
+@pytest.mark.slow
+def test_corrupt_checkpoint_exit_2(trained, capsys, tmp_path, monkeypatch):
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "last.pt").write_bytes((trained / "last.pt").read_bytes()[:1000])  # truncated
+    code, out, err = _run(capsys, ["translate", "--checkpoint", str(bad)], stdin="Ein Mann.\n",
+                          monkeypatch=monkeypatch)
+    assert code == 2 and "not a readable checkpoint" in err and out == ""
+    assert "Traceback" not in err
+    junk = tmp_path / "junk.pt"
+    torch.save({"hello": torch.zeros(1)}, junk)
+    code, _, err = _run(capsys, ["evaluate", "--checkpoint", str(junk)])
+    assert code == 2 and "checkpoint" in err
+
+
+@pytest.mark.slow
+def test_train_time_budget_and_resume(capsys, tmp_path):
+    out = tmp_path / "run"
+    code, stdout, err = _run(capsys, ["train", "--out", str(out), "--minutes", "0.005",
+                                      "--no-bleu", *TINY])
+    assert code == 0, err
+    assert "stopped (max_minutes)" in stdout and (out / "last.pt").is_file()
+    first = json.loads((out / "history.json").read_text())
+    assert first["stop_reason"] == "max_minutes" and first["valid_loss"]
+    steps = first["step"][-1]
+    code, stdout, err = _run(capsys, ["train", "--out", str(out), "--resume", "--max-steps",
+                                      str(steps + 5), "--no-bleu", *TINY])
+    assert code == 0, err
+    assert "resuming from" in stdout
+    second = json.loads((out / "history.json").read_text())
+    assert second["step"] == list(range(1, steps + 6))
+    assert second["train_loss"][:steps] == first["train_loss"]
