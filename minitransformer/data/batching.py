@@ -103,17 +103,18 @@ def make_batch(
             raise ValueError(f"make_batch: example {i} has an empty source (nothing to attend to)")
         srcs.append(list(src))
         tgts.append(list(tgt))
-    B = len(examples)
     S = max(len(s) for s in srcs)
     T = max(len(t) for t in tgts) + 1
-    src_t = torch.full((B, S), pad_id, dtype=torch.long)  # (B, S)
-    tgt_in = torch.full((B, T), pad_id, dtype=torch.long)  # (B, T)
-    tgt_out = torch.full((B, T), pad_id, dtype=torch.long)  # (B, T)
-    for b, (s, t) in enumerate(zip(srcs, tgts, strict=True)):
-        src_t[b, : len(s)] = torch.tensor(s, dtype=torch.long)
-        tgt_in[b, : len(t) + 1] = torch.tensor([bos_id] + t, dtype=torch.long)
-        tgt_out[b, : len(t) + 1] = torch.tensor(t + [eos_id], dtype=torch.long)
-    return Batch(src_t, tgt_in, tgt_out, pad_id)
+    # Pad in Python and convert once (much faster than filling row by row).
+    src_rows = [s + [pad_id] * (S - len(s)) for s in srcs]
+    in_rows = [[bos_id] + t + [pad_id] * (T - 1 - len(t)) for t in tgts]
+    out_rows = [t + [eos_id] + [pad_id] * (T - 1 - len(t)) for t in tgts]
+    return Batch(
+        torch.tensor(src_rows, dtype=torch.long),  # (B, S)
+        torch.tensor(in_rows, dtype=torch.long),  # (B, T)
+        torch.tensor(out_rows, dtype=torch.long),  # (B, T)
+        pad_id,
+    )
 
 
 class TokenBatcher:
