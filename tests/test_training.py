@@ -1,0 +1,298 @@
+"""Tests of minitransformer.training, schedule, history and checkpoint.
+
+References: F.cross_entropy for the loss, the paper's formula for the
+schedule, an uninterrupted run for resuming, torch.load(weights_only=True)
+for checkpoints.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from minitransformer import Transformer, TransformerConfig
+from minitransformer.checkpoint import build_model, load_checkpoint, save_checkpoint
+from minitransformer.data import TokenBatcher, Vocab, make_synthetic
+from minitransformer.history import History
+from minitransformer.schedule import learning_rate, paper_noam_lr
+from minitransformer.training import (
+    TrainConfig,
+    evaluate_loss,
+    fit,
+    label_smoothed_cross_entropy,
+    pick_device,
+)
+
+V = 14  # 4 specials + 10 symbols
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def tiny_model(dropout: float = 0.1, seed: int = 0) -> Transformer:
+    torch.manual_seed(seed)
+    return Transformer(TransformerConfig(
+        V, V, d_model=32, num_heads=2, num_encoder_layers=1, num_decoder_layers=1,
+        d_ff=64, dropout=dropout, max_len=32,
+    ))
+
+
+def batcher(n: int = 96, max_tokens: int = 160, seed: int = 0, task: str = "copy") -> TokenBatcher:
+    return TokenBatcher(make_synthetic(task, n, 2, 8, num_symbols=10, seed=seed), max_tokens,
+                        seed=seed)
+
+
+def quick(**kw) -> TrainConfig:
+    base = dict(lr=3e-3, schedule="constant", warmup_steps=0, epochs=None, max_steps=8,
+                device="cpu", amp="off")
+    return TrainConfig(**{**base, **kw})
+
+
+# --- loss ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("eps", [0.0, 0.1, 0.3])
+def test_loss_matches_torch_cross_entropy(eps):
+    logits = torch.randn(3, 5, 7, dtype=torch.float64)
+    target = torch.randint(1, 7, (3, 5))
+    target[0, 3:] = 0
+    target[2, 1:] = 0
+    ours = label_smoothed_cross_entropy(logits, target, smoothing=eps, pad_id=0)
+    ref = F.cross_entropy(logits.reshape(-1, 7), target.reshape(-1), ignore_index=0,
+                          label_smoothing=eps)
+    torch.testing.assert_close(ours.double(), ref, rtol=1e-6, atol=1e-6)
+
+
+def test_loss_ignores_padding_and_gradients():
+    logits = torch.randn(2, 4, 6, requires_grad=True)
+    target = torch.tensor([[1, 2, 0, 0], [3, 0, 0, 0]])
+    label_smoothed_cross_entropy(logits, target, 0.1, pad_id=0).backward()
+    assert logits.grad[0, 2:].abs().max() == 0 and logits.grad[1, 1:].abs().max() == 0
+    assert logits.grad[0, :2].abs().max() > 0
+    all_pad = label_smoothed_cross_entropy(logits, torch.zeros(2, 4, dtype=torch.long), 0.1)
+    assert all_pad.item() == 0.0
+
+
+def test_loss_rejects_bad_shapes():
+    with pytest.raises(ValueError, match=r"\(B, T, V\)"):
+        label_smoothed_cross_entropy(torch.randn(2, 3, 5), torch.zeros(2, 4, dtype=torch.long))
+
+
+# --- schedule -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("d_model,warmup", [(512, 4000), (256, 400)])
+def test_noam_equals_papers_formula(d_model, warmup):
+    peak = (d_model * warmup) ** -0.5
+    for step in (1, 7, warmup - 1, warmup, warmup + 1, 10 * warmup, 123_457):
+        assert math.isclose(learning_rate(step, peak, "noam", warmup),
+                            paper_noam_lr(step, d_model, warmup), rel_tol=1e-12)
+
+
+def test_constant_schedule_warms_up_then_stays():
+    lrs = [learning_rate(s, 1e-3, "constant", 10) for s in range(1, 31)]
+    assert lrs[0] == pytest.approx(1e-4) and lrs[4] == pytest.approx(5e-4)
+    assert all(x == pytest.approx(1e-3) for x in lrs[9:])
+    assert learning_rate(5, 2e-3, "constant", 0) == 2e-3
+    with pytest.raises(ValueError, match="schedule"):
+        learning_rate(1, 1e-3, "cosine")
+    with pytest.raises(ValueError, match="schedule"):
+        TrainConfig(schedule="linear")
+
+
+def test_fit_uses_the_schedule():
+    """Adam's first update moves every weight by exactly lr·sign(gradient)
+    (m̂ = g, v̂ = g²), so the largest move is the step-1 learning rate."""
+    model = tiny_model()
+    before = [p.detach().clone() for p in model.parameters()]
+    config = quick(lr=1e-2, schedule="noam", warmup_steps=4, max_steps=1, clip_norm=None)
+    fit(model, batcher(), config=config, progress=False)
+    moves = [(p.detach() - b).abs().max().item() for p, b in zip(model.parameters(), before)]
+    assert max(moves) == pytest.approx(learning_rate(1, 1e-2, "noam", 4), rel=1e-3)
+    assert learning_rate(1, 1e-2, "noam", 4) == pytest.approx(1e-2 / 4)
+
+
+# --- fit ----------------------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_fit_learns_copy_task_and_evaluates():
+    torch.manual_seed(0)
+    train = batcher(n=400, max_tokens=400)
+    valid = list(batcher(n=60, seed=1))
+    model = tiny_model(dropout=0.0)
+    before = evaluate_loss(model, valid)
+    history = fit(model, train, valid, config=quick(max_steps=250), progress=False)
+    assert history.valid_loss[-1] < 0.5 < before
+    assert history.stop_reason == "max_steps"
+    assert len(history.train_loss) == 250 and history.tokens_per_second > 0
+    # evaluate_loss is the plain token-mean cross-entropy
+    logits_sum, count = 0.0, 0
+    with torch.no_grad():
+        model.eval()
+        for b in valid:
+            logits = model(b.src, b.tgt_in)
+            logits_sum += F.cross_entropy(logits.transpose(1, 2), b.tgt_out, ignore_index=0,
+                                          reduction="sum").item()
+            count += b.num_tgt_tokens
+    assert evaluate_loss(model, valid) == pytest.approx(logits_sum / count, rel=1e-5)
+
+
+def test_fit_is_quiet_without_progress(capsys):
+    fit(tiny_model(), batcher(), list(batcher(n=20, seed=1)), config=quick(max_steps=3),
+        progress=False)
+    out = capsys.readouterr()
+    assert out.out == "" and out.err == ""
+
+
+def test_fit_shows_progress_bar(capsys):
+    fit(tiny_model(), batcher(), config=quick(max_steps=3, log_every=1), progress=True)
+    err = capsys.readouterr().err
+    assert "tok/s" in err and "loss" in err and "3/3" in err
+
+
+def test_seeded_runs_are_reproducible():
+    runs = [fit(tiny_model(), batcher(), config=quick(), progress=False).train_loss
+            for _ in range(2)]
+    assert runs[0] == runs[1]
+    other = fit(tiny_model(), batcher(), config=quick(seed=1), progress=False).train_loss
+    assert other != runs[0]  # dropout masks differ
+
+
+def test_stops_on_epochs_and_time_budget():
+    train = batcher()
+    h = fit(tiny_model(), train, config=quick(max_steps=None, epochs=2), progress=False)
+    assert h.stop_reason == "epochs" and len(h.step) == 2 * len(train)
+    h = fit(tiny_model(), train, config=quick(max_steps=None, epochs=None, max_minutes=0.5 / 60),
+            progress=False)
+    assert h.stop_reason == "max_minutes" and 0 < h.seconds[-1] < 5
+
+
+def test_eval_every_and_callback():
+    calls = []
+    h = fit(tiny_model(), batcher(), list(batcher(n=20, seed=1)),
+            config=quick(max_steps=7, eval_every=3), progress=False,
+            callback=lambda hist: calls.append(hist.valid_step[-1]))
+    assert h.valid_step == [3, 6, 7] and calls == [3, 6, 7]
+
+
+class TinyGRU(nn.Module):
+    """A minimal model with the seq2seq interface (not a Transformer)."""
+
+    def __init__(self):
+        super().__init__()
+        self.config = type("C", (), {"pad_id": 0})()
+        self.embed = nn.Embedding(V, 16)
+        self.enc = nn.GRU(16, 16, batch_first=True)
+        self.dec = nn.GRU(16, 16, batch_first=True)
+        self.out = nn.Linear(16, V)
+
+    def forward(self, src, tgt_in):
+        _, h = self.enc(self.embed(src))
+        y, _ = self.dec(self.embed(tgt_in), h)
+        return self.out(y)
+
+
+def test_fit_trains_any_seq2seq_model():
+    model = TinyGRU()
+    h = fit(model, batcher(n=200), config=quick(max_steps=60, lr=1e-2), progress=False)
+    first, last = sum(h.train_loss[:5]) / 5, sum(h.train_loss[-5:]) / 5
+    assert last < first - 0.3
+
+
+def test_fit_rejects_bad_batches_and_config():
+    with pytest.raises(TypeError, match="src, tgt_in and tgt_out"):
+        fit(tiny_model(), [torch.zeros(2, 3)], config=quick(max_steps=1), progress=False)
+    with pytest.raises(TypeError, match="TrainConfig"):
+        fit(tiny_model(), batcher(), config={"lr": 1}, progress=False)
+    with pytest.raises(ValueError, match="at least one"):
+        TrainConfig(epochs=None)
+
+
+def test_pick_device():
+    assert pick_device("cpu") == torch.device("cpu")
+    expected = "cuda" if torch.cuda.is_available() else None
+    if expected is None and torch.backends.mps.is_available():
+        expected = "mps"
+    assert pick_device().type == (expected or "cpu")
+
+
+# --- history ------------------------------------------------------------------------------------
+
+def test_history_round_trip_and_plot():
+    h = History()
+    for s in range(1, 6):
+        h.add_step(s, torch.tensor(float(10 - s)), tokens=100, seconds=0.5 * s)
+    h.add_valid(5, 1.0, 2.5)
+    d = h.to_dict()
+    assert d["train_loss"] == [9.0, 8.0, 7.0, 6.0, 5.0]
+    assert History.from_dict(d).to_dict() == d
+    assert h.tokens_per_second == pytest.approx(500 / 2.5)
+    assert h.smoothed_train_loss(window=2) == [9.0, 8.5, 7.5, 6.5, 5.5]
+    ax = h.plot()
+    assert ax.get_xlabel() == "optimiser step"
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
+
+
+# --- checkpoints and resuming -------------------------------------------------------------------
+
+def test_checkpoint_holds_everything_and_loads_weights_only(tmp_path):
+    vocab = Vocab.build([["ein", "hund"], ["ein", "mann"]])
+    model = tiny_model()
+    fit(model, batcher(), list(batcher(n=20, seed=1)),
+        config=quick(max_steps=3, checkpoint_dir=str(tmp_path)), progress=False,
+        vocabs={"src": vocab, "tgt": vocab})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["best.pt", "last.pt"]  # no temp files
+    raw = torch.load(tmp_path / "last.pt", weights_only=True)
+    assert raw["train_state"]["step"] == 3
+    assert raw["train_config"]["max_steps"] == 3
+    assert raw["model_config"] == model.config.to_dict()
+    assert Vocab.from_dict(raw["vocabs"]["src"]).itos == vocab.itos
+    assert set(raw["rng"]) >= {"torch", "python", "numpy"}
+    assert raw["optimizer_state"]["state"]  # Adam moments
+    rebuilt = build_model(tmp_path)
+    model.eval()
+    src, tgt = torch.randint(4, V, (2, 5)), torch.randint(4, V, (2, 4))
+    torch.testing.assert_close(rebuilt(src, tgt), model(src, tgt), rtol=0, atol=0)
+
+
+def test_checkpoint_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no checkpoint"):
+        load_checkpoint(tmp_path)
+    bad = tmp_path / "last.pt"
+    bad.write_bytes(b"not a checkpoint")
+    with pytest.raises(ValueError, match="not a readable checkpoint"):
+        load_checkpoint(bad)
+    path = save_checkpoint(tmp_path / "x.pt", tiny_model())
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])  # truncated
+    with pytest.raises(ValueError, match="not a readable checkpoint"):
+        load_checkpoint(path)
+
+
+def test_resume_continues_exactly(tmp_path):
+    """Stop after 5 steps (in the middle of the second epoch), resume from the
+    checkpoint in a fresh model: the losses are those of an uninterrupted run."""
+    train = batcher(n=60, max_tokens=120)  # a few batches per epoch, reshuffled each epoch
+    n = len(train)
+    total = n + n // 2 + 3
+    whole = fit(tiny_model(), train, config=quick(max_steps=total), progress=False)
+    d = tmp_path / "ck"
+    first = fit(tiny_model(), train, config=quick(max_steps=n + 2, checkpoint_dir=str(d)),
+                progress=False)
+    assert first.train_loss == whole.train_loss[: n + 2]
+    torch.manual_seed(123)  # the resumed run must not depend on the caller's RNG
+    resumed_model = tiny_model(seed=7)  # different initial weights: all must come from the file
+    resumed = fit(resumed_model, train,
+                  config=quick(max_steps=total, checkpoint_dir=str(d), resume=True),
+                  progress=False)
+    assert resumed.step == list(range(1, total + 1))
+    assert resumed.train_loss == whole.train_loss
