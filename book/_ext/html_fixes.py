@@ -1,0 +1,43 @@
+"""Small fixes to the HTML that Jupyter Book 1 writes, so pages load without console errors.
+
+- Sphinx 7.4 writes each inline ``<script>`` that an extension adds after the
+  builder starts twice (once from the registry, once from the builder); for
+  sphinx-thebe's ``const THEBE_JS_URL = ...`` the second copy is a
+  SyntaxError ("Identifier 'THEBE_JS_URL' has already been declared").
+  ``html-page-context`` drops the repeated inline scripts.
+- pydata-sphinx-theme logs "Got invalid theme mode" on a reader's first
+  visit when no ``default_mode`` is set. The book's figures are drawn on
+  white, so the default is the light theme (readers can still switch).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _set_default_mode(app, config) -> None:
+    config.html_context = {**(config.html_context or {})}
+    config.html_context.setdefault("default_mode", "light")
+
+
+def _dedupe_inline_scripts(app, pagename: str, templatename: str, context: dict, doctree) -> None:
+    scripts = context.get("script_files")
+    if not scripts:
+        return
+    seen: set[tuple[str, str]] = set()
+    kept: list[Any] = []
+    for script in scripts:
+        body = getattr(script, "attributes", {}).get("body")
+        if body:
+            key = (getattr(script, "filename", None) or "", body)
+            if key in seen:
+                continue
+            seen.add(key)
+        kept.append(script)
+    scripts[:] = kept
+
+
+def setup(app) -> dict:
+    app.connect("config-inited", _set_default_mode)
+    app.connect("html-page-context", _dedupe_inline_scripts)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,489 @@
+"""Helpers for the browser tests: build the book, serve it, check pages in Chromium.
+
+The tests in ``test_browser.py`` use these to check the rendered book as a
+reader meets it: every page of the table of contents loads without console
+errors, its equations are typeset by the MathJax copy served with the book,
+its figures load, its launch link opens the right notebook on Colab, its
+exercise solutions start hidden and open on click, and the search page finds
+terms.
+
+Chromium is driven by Python Playwright (``playwright`` on PyPI) using the
+system's Chromium (Debian's ``chromium``; Playwright's own browser download
+is not used). ``find_chromium()`` says where it is, or why it is missing.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import http.server
+import io
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import nbformat
+import yaml
+
+if TYPE_CHECKING:  # playwright is imported only by the tests that drive a browser
+    from playwright.sync_api import BrowserContext
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: Headless flags that work on the project's machines (ENVIRONMENT.md).
+CHROMIUM_FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+#: Where a Chromium or Chrome binary may be; ``MINITRANSFORMER_CHROMIUM`` wins.
+CHROMIUM_CANDIDATES = ["chromium", "chromium-browser", "google-chrome", "google-chrome-stable"]
+#: Milliseconds a page may take to load on a busy 2-core machine.
+PAGE_TIMEOUT_MS = 90_000
+#: A figure drawn smaller than this fraction of its own pixel width is unreadable.
+MIN_FIGURE_SCALE = 0.5
+
+
+def find_chromium() -> tuple[str | None, str]:
+    """Return ``(path, "")`` of a Chromium binary, or ``(None, reason)``."""
+    override = os.environ.get("MINITRANSFORMER_CHROMIUM")
+    if override:
+        if Path(override).is_file():
+            return override, ""
+        return None, f"MINITRANSFORMER_CHROMIUM={override} does not exist"
+    for name in CHROMIUM_CANDIDATES:
+        path = shutil.which(name)
+        if path:
+            return path, ""
+    return None, (
+        "no Chromium found (looked for " + ", ".join(CHROMIUM_CANDIDATES) + "); "
+        "install it with `apt-get install -y chromium` (.ci/run does) "
+        "or point MINITRANSFORMER_CHROMIUM at a Chrome binary"
+    )
+
+
+# --------------------------------------------------------------------------- table of contents
+
+
+@dataclass(frozen=True)
+class TocPage:
+    """One page of the table of contents."""
+
+    docname: str  # e.g. "notebooks/03_qkv_and_masks" (no suffix)
+    source: Path  # the .ipynb or .md file in the repository
+
+    @property
+    def html(self) -> str:
+        return self.docname + ".html"
+
+    @property
+    def is_notebook(self) -> bool:
+        return self.source.suffix == ".ipynb"
+
+
+def _toc_files(node: object) -> Iterator[str]:
+    if isinstance(node, dict):
+        for key in ("root", "file"):
+            if key in node:
+                yield node[key]
+        for key in ("parts", "chapters", "sections"):
+            for child in node.get(key, []):
+                yield from _toc_files(child)
+    elif isinstance(node, list):
+        for child in node:
+            yield from _toc_files(child)
+
+
+def toc_pages(root: Path = ROOT) -> list[TocPage]:
+    """Every page named in ``_toc.yml``, in reading order."""
+    toc = yaml.safe_load((root / "_toc.yml").read_text(encoding="utf-8"))
+    pages = []
+    for docname in _toc_files(toc):
+        docname = docname.removesuffix(".md").removesuffix(".ipynb")
+        for suffix in (".ipynb", ".md"):
+            if (root / (docname + suffix)).is_file():
+                pages.append(TocPage(docname, root / (docname + suffix)))
+                break
+        else:
+            raise FileNotFoundError(f"_toc.yml names {docname!r}, but no .ipynb or .md exists")
+    return pages
+
+
+def book_config(root: Path = ROOT) -> dict:
+    return yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
+
+
+def colab_url(page: TocPage, config: dict) -> str:
+    """The launch link the book should show for a notebook page."""
+    repo = config["repository"]
+    owner_name = repo["url"].rstrip("/").removeprefix("https://github.com/")
+    base = config["launch_buttons"]["colab_url"].rstrip("/")
+    path = "/".join(p for p in (repo.get("path_to_book", "").strip("/"), page.docname) if p)
+    return f"{base}/github/{owner_name}/blob/{repo.get('branch', 'main')}/{path}.ipynb"
+
+
+# --------------------------------------------------------------------------- building
+
+
+@dataclass
+class BuildResult:
+    """The outcome of one ``jupyter-book build``."""
+
+    html: Path
+    returncode: int
+    log: str
+
+    @property
+    def warnings(self) -> list[str]:
+        return [
+            line
+            for line in self.log.splitlines()
+            if "WARNING" in line or "ERROR" in line or "CRITICAL" in line
+        ]
+
+
+def build_book(source: Path, output: Path, timeout: int = 900) -> BuildResult:
+    """``jupyter-book build`` ``source`` into ``output`` with warnings as errors.
+
+    ``--keep-going`` makes a build with warnings still write every page, so
+    the browser checks can run and the warnings be reported separately.
+    """
+    jb = Path(sys.executable).with_name("jupyter-book")
+    cmd = [str(jb) if jb.exists() else "jupyter-book", "build", str(source), "--all",
+           "-W", "-n", "--keep-going", "--path-output", str(output)]
+    env = dict(os.environ, PYTHONWARNINGS="ignore", NO_COLOR="1", TERM="dumb")
+    proc = subprocess.run(
+        cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=source
+    )
+    log = re.sub(r"\x1b\[[0-9;]*m", "", proc.stdout + proc.stderr)
+    return BuildResult(output / "_build" / "html", proc.returncode, log)
+
+
+def _png_bytes() -> bytes:
+    """A small matplotlib figure drawn with the book's style, as PNG bytes."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from minitransformer.plotting import use_book_style
+
+    use_book_style()
+    fig, ax = plt.subplots()
+    ax.plot([0, 1, 2], [0, 1, 4], label="y = x²")
+    ax.set_xlabel("x (units)")
+    ax.set_ylabel("y (units)")
+    ax.legend()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    plt.close(fig)
+    return buf.getvalue()
+
+
+FIXTURE_MARKDOWN = r"""# Fixture chapter
+
+Inline math $q \cdot k / \sqrt{d_k}$ and a {term}`mask`, cited {cite:p}`vaswani2017attention`.
+
+$$
+\mathrm{Attention}(Q, K, V) = \mathrm{softmax}\left(\frac{QK^\top}{\sqrt{d_k}}\right) V
+$$
+
+\begin{align}
+  \mu &= \frac{1}{D} \sum_i x_i
+\end{align}
+"""
+
+FIXTURE_EXERCISE = """## Exercises
+
+```{exercise}
+:label: fixture-ex
+
+Compute $2 + 2$.
+```
+
+```{solution} fixture-ex
+:class: dropdown
+
+FIXTURESOLUTIONTEXT: it is $4$.
+```
+"""
+
+
+def make_fixture_book(dest: Path, root: Path = ROOT) -> Path:
+    """A small book with the real configuration and one page of every kind of content.
+
+    Lets the checks be exercised on math, a figure, a cross-reference and an
+    exercise before (and independently of) the chapters that will have them.
+    """
+    dest.mkdir(parents=True, exist_ok=True)
+    shutil.copy(root / "_config.yml", dest / "_config.yml")
+    shutil.copytree(root / "book", dest / "book")
+    (dest / "notebooks").mkdir()
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python",
+                                 "name": "python3"}
+    code = nbformat.v4.new_code_cell("plt.plot([0, 1, 2], [0, 1, 4])\nplt.show()")
+    code.execution_count = 1
+    code.outputs = [
+        nbformat.v4.new_output(
+            "display_data",
+            data={"image/png": base64.b64encode(_png_bytes()).decode(),
+                  "text/plain": "<Figure size 640x360 with 1 Axes>"},
+        )
+    ]
+    nb.cells = [nbformat.v4.new_markdown_cell(FIXTURE_MARKDOWN), code,
+                nbformat.v4.new_markdown_cell(FIXTURE_EXERCISE)]
+    nbformat.write(nb, dest / "notebooks" / "99_fixture.ipynb")
+    toc = {
+        "format": "jb-book",
+        "root": "book/intro",
+        "chapters": [{"file": "notebooks/99_fixture"}, {"file": "book/glossary"},
+                     {"file": "book/references"}],
+    }
+    (dest / "_toc.yml").write_text(yaml.safe_dump(toc), encoding="utf-8")
+    return dest
+
+
+# --------------------------------------------------------------------------- serving
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):  # noqa: A002 - signature of the base class
+        pass
+
+
+@contextmanager
+def serve(directory: Path) -> Iterator[str]:
+    """Serve ``directory`` on 127.0.0.1 (ephemeral port); yields the base URL."""
+    handler = functools.partial(_QuietHandler, directory=str(directory))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+# --------------------------------------------------------------------------- checking pages
+
+
+@dataclass
+class PageReport:
+    """What one page showed, and what was wrong with it."""
+
+    url: str
+    problems: list[str] = field(default_factory=list)
+    math: int = 0  # equations typeset
+    figures: int = 0  # images checked in the article
+    solutions: int = 0  # hidden solutions that opened on click
+    colab_links: list[str] = field(default_factory=list)
+
+
+_WAIT_FOR_MATHJAX = """
+async () => {
+  if (!document.querySelector('.math')) return 'no math';
+  if (!document.querySelector('script[src*="mathjax" i]'))
+    return 'the page has equations but loads no MathJax';
+  const ready = () => window.MathJax && MathJax.startup && MathJax.startup.promise;
+  for (let i = 0; i < 600 && !ready(); i++) await new Promise(r => setTimeout(r, 100));
+  if (!ready()) return 'MathJax did not load within 60 s';
+  await MathJax.startup.promise;
+  return 'ok';
+}
+"""
+
+_MATH_STATE = r"""
+() => {
+  const article = document.querySelector('article') || document.body;
+  const maths = Array.from(article.querySelectorAll('.math'));
+  const untypeset = maths.filter(m => !m.querySelector('mjx-container'))
+                         .map(m => m.textContent.trim().slice(0, 80));
+  const errors = Array.from(article.querySelectorAll('mjx-merror'))
+                      .map(e => (e.getAttribute('data-mjx-error') || e.textContent).slice(0, 80));
+  // Text a reader sees, without code, outputs and typeset math.
+  const clone = article.cloneNode(true);
+  clone.querySelectorAll('pre, code, mjx-container, script, style, .output, .cell_output')
+       .forEach(e => e.remove());
+  const text = clone.textContent;
+  const raw = [];
+  for (const d of ['\\(', '\\)', '\\[', '\\]', '$$', '\\begin{']) {
+    const i = text.indexOf(d);
+    if (i >= 0) raw.push(text.slice(Math.max(0, i - 30), i + 40).replace(/\s+/g, ' '));
+  }
+  const scripts = Array.from(document.querySelectorAll('script[src*="mathjax" i]'))
+                       .map(s => s.src);
+  return {count: maths.length, untypeset, errors, raw, scripts};
+}
+"""
+
+_FIGURE_STATE = """
+async () => {
+  const article = document.querySelector('article') || document.body;
+  const out = [];
+  for (const img of Array.from(article.querySelectorAll('img'))) {
+    img.scrollIntoView();
+    try { await img.decode(); } catch (e) {}
+    let bytes = -1, status = 0;
+    try {
+      const r = await fetch(img.currentSrc || img.src);
+      status = r.status;
+      bytes = (await r.arrayBuffer()).byteLength;
+    } catch (e) {}
+    out.push({src: img.getAttribute('src'), natural: img.naturalWidth,
+              shown: img.getBoundingClientRect().width, status, bytes,
+              output: !!img.closest('.cell_output, .output')});
+  }
+  return out;
+}
+"""
+
+
+def _solution_state(page, index: int) -> dict:
+    return page.evaluate(
+        """(i) => {
+          const sol = document.querySelectorAll('.solution')[i];
+          const body = sol.querySelector('.solution-content, section') || sol.lastElementChild;
+          const r = body.getBoundingClientRect();
+          return {visible: !!(body.offsetParent) && r.height > 0 &&
+                           getComputedStyle(body).visibility !== 'hidden'};
+        }""",
+        index,
+    )
+
+
+def check_page(
+    context: BrowserContext, url: str, page_info: TocPage | None = None, config: dict | None = None,
+    screenshot: Path | None = None,
+) -> PageReport:
+    """Load ``url`` in a fresh tab of ``context`` and check what a reader would meet."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
+
+    report = PageReport(url)
+    base = url.split("/", 3)[:3]
+    origin = "/".join(base)
+    page = context.new_page()
+    page.set_default_timeout(PAGE_TIMEOUT_MS)
+
+    def on_console(msg):
+        if msg.type == "error":
+            report.problems.append(f"console error: {msg.text}")
+
+    def on_response(resp):
+        if resp.status >= 400:
+            report.problems.append(f"HTTP {resp.status} for {resp.url}")
+
+    def on_route(route):
+        if route.request.url.startswith(origin) or route.request.url.startswith("data:"):
+            route.continue_()
+        else:
+            report.problems.append(f"request outside the book: {route.request.url}")
+            route.abort()
+
+    page.on("console", on_console)
+    page.on("pageerror", lambda exc: report.problems.append(f"page error: {exc}"))
+    page.on("response", on_response)
+    page.on("requestfailed", lambda req: report.problems.append(
+        f"request failed: {req.url} ({req.failure})") if req.url.startswith(origin) else None)
+    page.route("**/*", on_route)
+    try:
+        page.goto(url, wait_until="load")
+        try:
+            page.wait_for_load_state("networkidle")
+        except PlaywrightTimeoutError:
+            report.problems.append(f"network still busy {PAGE_TIMEOUT_MS / 1000:.0f} s after load")
+
+        # Equations.
+        status = page.evaluate(_WAIT_FOR_MATHJAX)
+        if status not in ("ok", "no math"):
+            report.problems.append(status)
+        if screenshot is not None:
+            screenshot.parent.mkdir(parents=True, exist_ok=True)
+            page.evaluate("() => window.scrollTo(0, 0)")
+            page.screenshot(path=str(screenshot), full_page=True)
+        math = page.evaluate(_MATH_STATE)
+        report.math = math["count"] - len(math["untypeset"])
+        for text in math["untypeset"]:
+            report.problems.append(f"equation not typeset: {text!r}")
+        for text in math["errors"]:
+            report.problems.append(f"MathJax error: {text!r}")
+        for text in math["raw"]:
+            report.problems.append(f"raw TeX in the text: {text!r}")
+        for src in math["scripts"]:
+            if not src.startswith(origin):
+                report.problems.append(f"MathJax loaded from outside the book: {src}")
+
+        # Figures.
+        for img in page.evaluate(_FIGURE_STATE):
+            report.figures += 1
+            name = img["src"]
+            if img["status"] != 200 or img["bytes"] <= 0:
+                report.problems.append(
+                    f"image {name}: HTTP {img['status']}, {img['bytes']} bytes")
+            elif img["natural"] <= 0:
+                report.problems.append(f"image {name} did not decode")
+            elif img["output"] and img["shown"] < MIN_FIGURE_SCALE * img["natural"]:
+                report.problems.append(
+                    f"figure {name} is shown at {img['shown']:.0f} px of its "
+                    f"{img['natural']} px: too small to read; make it narrower "
+                    f"(figsize width <= ~7 in at the book style's dpi)")
+
+        # Launch link (notebook pages).
+        report.colab_links = page.eval_on_selector_all(
+            'a[href*="colab.research.google.com"]', "els => els.map(e => e.href)")
+        if page_info is not None and page_info.is_notebook and config is not None:
+            want = colab_url(page_info, config)
+            if want not in report.colab_links:
+                report.problems.append(
+                    f"no Colab launch link to {want} (found {report.colab_links})")
+
+        # Exercise solutions: hidden at first, shown after a click.
+        n = page.locator(".solution").count()
+        for i in range(n):
+            if _solution_state(page, i)["visible"]:
+                report.problems.append(f"solution {i + 1} is visible before a click")
+                continue
+            sol = page.locator(".solution").nth(i)
+            toggle = sol.locator("summary, button.toggle-button, .admonition-title").first
+            toggle.scroll_into_view_if_needed()
+            toggle.click()
+            page.wait_for_timeout(400)  # the toggle animates
+            if _solution_state(page, i)["visible"]:
+                report.solutions += 1
+            else:
+                report.problems.append(f"solution {i + 1} did not open on click")
+    finally:
+        page.close()
+    return report
+
+
+def search(context: BrowserContext, base_url: str, term: str) -> list[str]:
+    """Titles of the pages the book's search page lists for ``term``."""
+    page = context.new_page()
+    page.set_default_timeout(PAGE_TIMEOUT_MS)
+    try:
+        page.goto(f"{base_url}search.html?q={term}", wait_until="load")
+        page.wait_for_function(
+            "() => { const s = document.querySelector('#search-results');"
+            " return s && (s.querySelector('li') || /did not match|no results/i.test(s.textContent)"
+            " || (s.querySelector('p.search-summary') &&"
+            " !/preparing/i.test(s.querySelector('p.search-summary').textContent))); }"
+        )
+        return page.eval_on_selector_all(
+            "#search-results li a", "els => els.map(e => e.textContent.trim())")
+    finally:
+        page.close()

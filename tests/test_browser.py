@@ -1,0 +1,199 @@
+"""The rendered book, as a reader meets it, checked in headless Chromium.
+
+The book is built once per session (``jupyter-book build -W -n`` into a
+temporary folder; notebooks are stored executed, so nothing runs), served on
+127.0.0.1, and every page of ``_toc.yml`` is opened in Chromium and checked:
+no console errors or failed requests, no request leaving the book (MathJax
+comes from ``book/_vendor``), every equation typeset, every figure loaded and
+readable, the Colab launch link of each notebook, exercise solutions hidden
+until clicked. The search page must find terms. The same checks run on a
+small fixture book that has every kind of content (so they are exercised
+before the chapters have it) and on a deliberately broken page (so each
+check is seen to fail).
+
+Screenshots of the overview and of the chapter with the most figures are
+saved in ``_build/artifacts/`` (or ``$MINITRANSFORMER_ARTIFACTS``).
+
+Without Chromium (``apt-get install chromium``) or Playwright the browser
+tests skip and say why; the build test still runs.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import book_browser as bb
+import nbformat
+import pytest
+
+PAGES = bb.toc_pages()
+CONFIG = bb.book_config()
+ARTIFACTS = Path(os.environ.get("MINITRANSFORMER_ARTIFACTS", bb.ROOT / "_build" / "artifacts"))
+
+
+def _figure_count(page: bb.TocPage) -> int:
+    nb = nbformat.read(page.source, as_version=4)
+    return sum(
+        "image/png" in out.get("data", {}) or "image/svg+xml" in out.get("data", {})
+        for cell in nb.cells if cell.cell_type == "code" for out in cell.get("outputs", [])
+    )
+
+
+def _screenshot_pages() -> dict[str, str]:
+    """docname -> file name: the overview, and the chapter with the most figures."""
+    notebooks = [p for p in PAGES if p.is_notebook]
+    if not notebooks:
+        return {}
+    shots = {notebooks[0].docname: "overview.png"}
+    chapters = notebooks[1:]
+    if chapters:
+        best = max(chapters, key=_figure_count)  # first one on ties
+        shots[best.docname] = f"chapter_{Path(best.docname).name}.png"
+    return shots
+
+
+SCREENSHOTS = _screenshot_pages()
+
+
+# --------------------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(scope="session")
+def book_build(tmp_path_factory) -> bb.BuildResult:
+    return bb.build_book(bb.ROOT, tmp_path_factory.mktemp("book"))
+
+
+@pytest.fixture(scope="session")
+def fixture_build(tmp_path_factory) -> bb.BuildResult:
+    source = bb.make_fixture_book(tmp_path_factory.mktemp("fixture_src") / "book")
+    return bb.build_book(source, tmp_path_factory.mktemp("fixture_out"))
+
+
+@pytest.fixture(scope="session")
+def browser_context():
+    sync_api = pytest.importorskip(
+        "playwright.sync_api", reason="Playwright is missing (pip install -r requirements.txt)"
+    )
+    chromium, reason = bb.find_chromium()
+    if chromium is None:
+        pytest.skip(reason)
+    playwright = sync_api.sync_playwright().start()
+    try:
+        browser = playwright.chromium.launch(executable_path=chromium, args=bb.CHROMIUM_FLAGS)
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        yield context
+        context.close()
+        browser.close()
+    finally:
+        playwright.stop()
+
+
+@pytest.fixture(scope="session")
+def book_url(book_build):
+    if not (book_build.html / "index.html").is_file():
+        pytest.fail("the book did not build:\n" + book_build.log[-3000:])
+    with bb.serve(book_build.html) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def fixture_url(fixture_build):
+    assert fixture_build.returncode == 0, "\n".join(fixture_build.warnings) or fixture_build.log
+    with bb.serve(fixture_build.html) as url:
+        yield url
+
+
+def _fail_on(report: bb.PageReport) -> None:
+    if report.problems:
+        pytest.fail(f"{report.url}:\n  " + "\n  ".join(report.problems), pytrace=False)
+
+
+# --------------------------------------------------------------------------- the real book
+
+
+@pytest.mark.slow
+def test_book_builds_without_warnings(book_build):
+    problems = book_build.warnings or [book_build.log[-3000:]]
+    assert book_build.returncode == 0, "jupyter-book build -W -n failed:\n" + "\n".join(problems)
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@pytest.mark.parametrize("page", PAGES, ids=[p.docname for p in PAGES])
+def test_page_reads_well(page, browser_context, book_url, book_build, capsys):
+    """Loads cleanly; equations typeset; figures load; Colab link; solutions hidden."""
+    if not (book_build.html / page.html).is_file():
+        pytest.fail(f"{page.html} was not built (is {page.source.name} valid?)")
+    shot = ARTIFACTS / SCREENSHOTS[page.docname] if page.docname in SCREENSHOTS else None
+    report = bb.check_page(browser_context, book_url + page.html, page, CONFIG, screenshot=shot)
+    if shot is not None:
+        with capsys.disabled():
+            print(f"\n[browser] screenshot of {page.docname}: {shot}")
+    _fail_on(report)
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_search_finds_terms(browser_context, book_url):
+    found = bb.search(browser_context, book_url, "attention")
+    assert found, "searching the book for 'attention' found no page"
+    # A glossary entry is found on the glossary page.
+    assert "Glossary" in bb.search(browser_context, book_url, "positional"), (
+        "searching for 'positional' did not list the glossary"
+    )
+    # And a word that is nowhere is not found (the search really filters).
+    assert bb.search(browser_context, book_url, "qzxvwkjq") == []
+
+
+# --------------------------------------------------------------------------- the checks themselves
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_checks_see_every_kind_of_content(browser_context, fixture_url, fixture_build):
+    """On a fixture page with math, a figure and an exercise, every check finds its object."""
+    page = bb.TocPage("notebooks/99_fixture", Path("notebooks/99_fixture.ipynb"))
+    report = bb.check_page(browser_context, fixture_url + page.html, page, CONFIG)
+    _fail_on(report)
+    # inline, display, align, and the exercise's and solution's inline math
+    assert report.math >= 5, report
+    assert report.figures == 1, report
+    assert report.solutions == 1, report
+    assert report.colab_links == [bb.colab_url(page, CONFIG)] * len(report.colab_links)
+    assert "Fixture chapter" in bb.search(browser_context, fixture_url, "FIXTURESOLUTIONTEXT")
+
+
+BROKEN_PAGE = r"""<!DOCTYPE html><html><head><meta charset="utf-8">
+<script src="https://cdn.example.invalid/mathjax/tex-chtml.js" async></script></head>
+<body><article>
+<p>Raw \(x^2\) and $$y$$ left in the text.</p>
+<span class="math notranslate nohighlight">\(z\)</span>
+<img src="missing.png"><img src="empty.png">
+<div class="solution admonition"><p class="admonition-title">Solution</p>
+<section>Shown from the start.</section></div>
+</article><script>console.error("boom");</script></body></html>
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_checks_report_a_broken_page(browser_context, tmp_path):
+    (tmp_path / "broken.html").write_text(BROKEN_PAGE, encoding="utf-8")
+    (tmp_path / "empty.png").write_bytes(b"")
+    page = bb.TocPage("broken", tmp_path / "broken.ipynb")
+    with bb.serve(tmp_path) as url:
+        report = bb.check_page(browser_context, url + "broken.html", page, CONFIG)
+    text = "\n".join(report.problems)
+    for expected in [
+        "console error: boom",
+        "request outside the book: https://cdn.example.invalid",
+        "MathJax did not load",
+        "equation not typeset",
+        "raw TeX in the text",
+        "image missing.png: HTTP 404",
+        "image empty.png: HTTP 200, 0 bytes",
+        "no Colab launch link",
+        "solution 1 is visible before a click",
+    ]:
+        assert expected in text, f"{expected!r} not reported; got:\n{text}"
