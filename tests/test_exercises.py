@@ -16,6 +16,8 @@ import torch
 from minitransformer import MultiHeadAttention
 from minitransformer.exercises import (
     check_causal_mask,
+    check_greedy_step,
+    check_label_smoothing_loss,
     check_layer_norm,
     check_masked_softmax,
     check_merge_heads,
@@ -343,6 +345,7 @@ def test_layer_norm_accepts_right_answers(capsys):
     (_ln(affine=False), "weight and bias are not applied"),
     (_ln(naive=True), "E[x²] − E[x]²"),
 ])
+@pytest.mark.filterwarnings("ignore:var\\(\\). degrees of freedom")
 def test_layer_norm_hints(fn, fragment, capsys):
     assert_hint(check_layer_norm, fn, fragment, capsys)
 
@@ -423,3 +426,155 @@ def test_sinusoidal_accepts_right_answers(capsys):
 ])
 def test_sinusoidal_hints(fn, fragment, capsys):
     assert_hint(check_sinusoidal_encoding, fn, fragment, capsys)
+
+
+# ---------------------------------------------------------------- label smoothing
+def ls_ok(logits, target, smoothing=0.1, pad_id=0):
+    logp = torch.log_softmax(logits, dim=-1)
+    nll = -logp.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+    per_token = (1 - smoothing) * nll - smoothing * logp.mean(-1)
+    keep = target != pad_id
+    return per_token[keep].mean()
+
+
+def ls_torch(logits, target, smoothing=0.1, pad_id=0):
+    return torch.nn.functional.cross_entropy(
+        logits.reshape(-1, logits.shape[-1]), target.reshape(-1), ignore_index=pad_id,
+        label_smoothing=smoothing)
+
+
+def _ls(spread="V", kl=False, reduce="tokens", swap=False, sum_uniform=False,
+        ignore_pad=True, pad0=False, smooth=True, naive=False):
+    """A reader's loss built from an explicit target distribution q."""
+    def fn(logits, target, smoothing=0.1, pad_id=0):
+        eps = smoothing if smooth else 0.0
+        pad = 0 if pad0 else pad_id
+        v = logits.shape[-1]
+        logp = logits.softmax(-1).log() if naive else logits.log_softmax(-1)
+        one_hot = torch.nn.functional.one_hot(target, v).to(logp.dtype)
+        if spread == "V":
+            q = (1 - eps) * one_hot + eps / v
+        elif spread == "V-1":
+            q = (1 - eps) * one_hot + eps / (v - 1) * (1 - one_hot)
+        else:  # "V-2": neither the true token nor padding
+            q = (1 - eps) * one_hot + eps / (v - 2) * (1 - one_hot)
+            q[..., pad] = 0.0
+        if swap:
+            q = eps * one_hot + (1 - eps) / v
+        per_token = -(q * logp).sum(-1)
+        if sum_uniform:
+            per_token = -(1 - eps) * (one_hot * logp).sum(-1) - eps * logp.sum(-1)
+        if kl:
+            per_token = per_token + (q * torch.log(q.clamp(min=1e-30))).sum(-1)
+        keep = (target != pad) if ignore_pad else torch.ones_like(target, dtype=torch.bool)
+        kept = per_token * keep
+        if reduce == "sum":
+            return kept.sum()
+        if reduce == "numel":
+            return kept.sum() / target.numel()
+        if reduce == "sentences":
+            return (kept.sum(1) / keep.sum(1)).mean()
+        return kept.sum() / keep.sum()
+    return fn
+
+
+def test_label_smoothing_accepts_right_answers(capsys):
+    assert_passes(check_label_smoothing_loss, ls_ok, capsys)
+    assert_passes(check_label_smoothing_loss, ls_torch, capsys)
+    assert_passes(check_label_smoothing_loss, _ls(), capsys)
+
+
+@pytest.mark.parametrize("kwargs, fragment", [
+    (dict(smooth=False), "the smoothing is not applied"),
+    (dict(swap=True), "ε and 1 − ε are swapped"),
+    (dict(ignore_pad=False), "padding positions are counted"),
+    (dict(reduce="numel"), "divided by all B·T positions"),
+    (dict(reduce="sum"), "returned the sum"),
+    (dict(reduce="sentences"), "averaged each sentence"),
+    (dict(spread="V-1"), "over the V − 1 wrong tokens"),
+    (dict(spread="V-2"), "V − 2 tokens"),
+    (dict(kl=True), "KL divergence"),
+    (dict(sum_uniform=True), "summed over the vocabulary"),
+    (dict(pad0=True), "instead of the pad_id argument"),
+    (dict(naive=True), "log_softmax"),
+])
+def test_label_smoothing_hints(kwargs, fragment, capsys):
+    assert_hint(check_label_smoothing_loss, _ls(**kwargs), fragment, capsys)
+
+
+def test_label_smoothing_reference_is_pytorchs():
+    from minitransformer.exercises.loss import _reference
+    torch.manual_seed(0)
+    logits, target = torch.randn(3, 4, 9), torch.randint(0, 9, (3, 4))
+    expected = torch.nn.functional.cross_entropy(
+        logits.reshape(-1, 9), target.reshape(-1), ignore_index=0, label_smoothing=0.2)
+    torch.testing.assert_close(_reference(logits, target, 0.2, 0), expected)
+
+
+# ---------------------------------------------------------------- greedy step
+def _step(first=False, extra_bos=False, drop_last=False, memory_mask=True, ban=True,
+          finished="eos", whole=False, axis=-1):
+    def fn(model, src, prefix, bos_id=1, eos_id=2):
+        with torch.no_grad():
+            mask = model.src_mask(src)
+            memory = model.encode(src, mask)
+            tgt = prefix
+            if extra_bos:
+                tgt = torch.cat([torch.full((len(prefix), 1), bos_id), prefix], 1)
+            if drop_last and tgt.shape[1] > 1:
+                tgt = tgt[:, :-1]
+            logits = model.decode(tgt, memory, mask if memory_mask else None)
+            last = logits[:, 0 if first else -1].clone()
+            if ban:
+                last[:, [bos_id, model.config.pad_id]] = float("-inf")
+            nxt = last.argmax(dim=axis)
+            done = (prefix == eos_id).any(dim=1)
+            if finished == "eos":
+                nxt = torch.where(done, torch.full_like(nxt, eos_id), nxt)
+            elif finished == "pad":
+                nxt = torch.where(done, torch.zeros_like(nxt), nxt)
+            return torch.cat([prefix, nxt[:, None]], 1) if whole else nxt
+    return fn
+
+
+def test_greedy_step_accepts_right_answer(capsys):
+    assert_passes(check_greedy_step, _step(), capsys)
+
+
+def test_greedy_step_repeated_is_greedy_decode():
+    """The step the checker expects is the step of decoding.greedy_decode."""
+    from minitransformer import Transformer, TransformerConfig
+    from minitransformer.decoding import greedy_decode
+
+    torch.manual_seed(0)
+    model = Transformer(TransformerConfig(15, 15, d_model=16, num_heads=2,
+                                          num_encoder_layers=1, num_decoder_layers=1,
+                                          d_ff=32, dropout=0.0)).eval()
+    with torch.no_grad():
+        model.generator.weight.normal_(0, 2.0)
+        model.generator.bias[0] = 3.0  # tempt the step to emit PAD
+    src = torch.randint(3, 15, (4, 6))
+    src[1, 3:] = 0
+    expected = greedy_decode(model, src, max_len=8)
+    prefix = torch.ones(4, 1, dtype=torch.long)
+    step = _step()
+    for _ in range(8):
+        prefix = torch.cat([prefix, step(model, src, prefix)[:, None]], 1)
+    got = [row[1:] for row in prefix.tolist()]
+    got = [row[: row.index(2)] if 2 in row else row for row in got]
+    assert got == expected
+
+
+@pytest.mark.parametrize("kwargs, fragment", [
+    (dict(whole=True), "returned the extended prefix"),
+    (dict(axis=0, finished="none"), "argmax over the wrong axis"),
+    (dict(first=True), "at the first position"),
+    (dict(extra_bos=True), "BOS is added twice"),
+    (dict(drop_last=True), "last token of the prefix is not fed"),
+    (dict(memory_mask=False), "source padding is not masked"),
+    (dict(ban=False), "BOS or PAD was chosen"),
+    (dict(finished="none"), "must emit EOS again"),
+    (dict(finished="pad"), "not PAD"),
+])
+def test_greedy_step_hints(kwargs, fragment, capsys):
+    assert_hint(check_greedy_step, _step(**kwargs), fragment, capsys)

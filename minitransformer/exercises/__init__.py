@@ -46,6 +46,15 @@ checker                                reader's function
                                        axis.
 ``check_sinusoidal_encoding``          ``fn(max_len, d_model) -> table`` ``(max_len, d_model)``;
                                        sin in even columns, cos in odd columns.
+``check_label_smoothing_loss``         ``fn(logits, target, smoothing=0.1, pad_id=0) -> loss``;
+                                       logits ``(B, T, V)``, target ``(B, T)``; 0-dim mean over
+                                       non-pad tokens of (1-ε)·nll + ε·mean_v(−log p_v)
+                                       (PyTorch's label_smoothing convention).
+``check_greedy_step``                  ``fn(model, src, prefix, bos_id=1, eos_id=2) -> next_ids``;
+                                       src ``(B, S)``, prefix ``(B, t)`` starting with BOS;
+                                       ``(B,)`` int64 argmax at the last position, source
+                                       padding masked, BOS/PAD never chosen, EOS again for
+                                       finished rows.
 =====================================  ==========================================================
 
 Each checker's docstring lists the inputs it tries and the mistakes it
@@ -53,8 +62,10 @@ recognises.
 """
 
 from .attention import check_masked_softmax, check_scaled_dot_product_attention
+from .decoding import check_greedy_step
 from .heads import check_merge_heads, check_split_heads
 from .layernorm import check_layer_norm
+from .loss import check_label_smoothing_loss
 from .masks import check_causal_mask, check_padding_mask
 from .positional import check_sinusoidal_encoding
 
@@ -67,4 +78,6 @@ __all__ = [
     "check_merge_heads",
     "check_layer_norm",
     "check_sinusoidal_encoding",
+    "check_label_smoothing_loss",
+    "check_greedy_step",
 ]

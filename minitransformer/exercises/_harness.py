@@ -162,6 +162,8 @@ def close(got: Any, expected: Any, atol: float, rtol: float, nan: str = "none") 
         e = expected.detach().to(torch.float64)
         if nan == "any":
             keep = ~torch.isnan(e)
+            if not bool(keep.any()):  # the wrong answer is non-finite: so must the reader's be
+                return not bool(torch.isfinite(g).all())
             g, e = g[keep], e[keep]
         return bool(torch.allclose(g, e, atol=atol, rtol=rtol, equal_nan=True))
     if isinstance(expected, (int, float)):
@@ -220,6 +222,17 @@ def _matches(mistake: Mistake, case: Case, got: Any, compare, strict_dtype: bool
     return compare(got, wrong, case, "any")
 
 
+def _explain(mistakes: Sequence[Mistake], runs: list[tuple[Case, Any]], index: int, cmp,
+             strict_dtype: bool) -> str | None:
+    """The hint of the first mistake that reproduces the reader's results on
+    every case run; failing that, on the cases up to the first wrong one."""
+    for upto in (len(runs), index + 1):
+        for mistake in mistakes:
+            if all(_matches(mistake, c, g, cmp, strict_dtype) for c, g in runs[:upto]):
+                return mistake.hint
+    return None
+
+
 def check(
     title: str,
     fn: Callable,
@@ -268,49 +281,45 @@ def check(
     if not callable(fn):
         return fail(f"expected a function, got {describe(fn)}.")
 
-    done: list[tuple[Case, Any, Any]] = []  # (case, got, expected) of passed cases
-    results = []
+    runs: list[tuple[Case, Any]] = []  # every case that returned, in order
+    first_bad: tuple[int, Any, Any, str | None] | None = None  # (index, got, expected, problem)
     for case in cases:
         got, exc, mutated = _call(fn, case)
         if isinstance(exc, NotImplementedError):
             return fail(NOT_IMPLEMENTED)
         if exc is not None:
+            if first_bad is not None:
+                break  # an earlier case already went wrong: report that one
             specific = on_error(case, exc) if on_error is not None else None
             message = f"your function raised {type(exc).__name__}: {exc}"
             if specific:
                 message = f"{specific}\n   ({message})"
             return fail(message, case)
         expected = reference(*_clone(case.args), **_clone(case.kwargs))
-
-        def explained(got: Any = got, case: Case = case) -> str | None:
-            for mistake in mistakes:
-                if _matches(mistake, case, got, cmp, strict_dtype) and all(
-                    _matches(mistake, c, g, cmp, strict_dtype) for c, g, _ in done
-                ):
-                    return mistake.hint
-            return None
-
+        runs.append((case, got))
+        if first_bad is not None:
+            continue  # keep running: later cases help to name the mistake
         problem = structure_problem(got, expected, names, strict_dtype)
-        if problem is not None:
-            hint = explained()
-            return fail(hint or problem, case)
-        if not cmp(got, expected, case):
-            hint = explained()
-            if hint is None:
-                hint = f"wrong values: {worst_difference(got, expected)}."
-                if fallback:
-                    hint += f"\n   {fallback}"
-            return fail(hint, case)
-        if mutated:
+        if problem is not None or not cmp(got, expected, case):
+            first_bad = (len(runs) - 1, got, expected, problem)
+        elif mutated:
             return fail(
                 "your function changed one of its input tensors in place (a method "
                 "ending in _, like masked_fill_ or div_, or an indexed assignment). "
                 "Work on new tensors so the caller's inputs stay as they were.",
                 case,
             )
-        done.append((case, got, expected))
-        results.append(got)
 
+    if first_bad is not None:
+        index, got, expected, problem = first_bad
+        hint = _explain(mistakes, runs, index, cmp, strict_dtype)
+        if hint is None:
+            hint = problem or f"wrong values: {worst_difference(got, expected)}."
+            if problem is None and fallback:
+                hint += f"\n   {fallback}"
+        return fail(hint, runs[index][0])
+
+    results = [got for _, got in runs]
     note = on_pass(results) if on_pass is not None else None
     print(f"{PASS} {title}: correct on all {len(cases)} tests.\n   Tested: "
           + "; ".join(c.label for c in cases) + ".")

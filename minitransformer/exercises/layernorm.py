@@ -34,6 +34,8 @@ def _ln(x, w, b, eps=1e-5, *, unbiased=False, eps_outside=False, dims=(-1,),
     mean = x.mean(dim=dims, keepdim=True)
     if naive_var:
         var = (x * x).mean(dim=dims, keepdim=True) - mean * mean
+    elif unbiased and x.shape[-1] == 1:  # D − 1 = 0: what torch.var gives, without its warning
+        var = torch.full_like(mean, float("nan"))
     else:
         var = x.var(dim=dims, keepdim=True, unbiased=unbiased)
     y = (x - mean) / (var.sqrt() + eps) if eps_outside else (x - mean) / (var + eps).sqrt()
