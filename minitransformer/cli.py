@@ -384,6 +384,9 @@ def _read_lines(stream) -> list[str]:
 
 def _cmd_translate(args: argparse.Namespace) -> int:
     model, src_vocab, tgt_vocab, _ = _load(args.checkpoint, args.device)
+    for stream in (sys.stdin, sys.stdout):  # UTF-8 whatever the locale (e.g. on Windows)
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(encoding="utf-8", errors="replace")
     stdin = sys.stdin
     if stdin.isatty():  # interactive: answer each line at once
         for line in stdin:

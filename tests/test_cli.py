@@ -227,3 +227,28 @@ def test_train_time_budget_and_resume(capsys, tmp_path):
     second = json.loads((out / "history.json").read_text())
     assert second["step"] == list(range(1, steps + 6))
     assert second["train_loss"][:steps] == first["train_loss"]
+
+
+@pytest.mark.slow
+def test_translate_interactive_answers_each_line(trained, capsys, monkeypatch):
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.setattr(sys, "stdin", Terminal("Ein Hund läuft im Park.\n\n"))
+    assert main(["translate", "--checkpoint", str(trained)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("\n") == 2 and out.endswith("\n\n")
+
+
+@pytest.mark.slow
+def test_translate_subprocess_pipe_utf8(trained):
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1]), "PYTHONIOENCODING": ""}
+    text = "Zwei Männer laufen im Schnee.\n\nEin Kind spielt am Strand.\n"
+    r = subprocess.run([sys.executable, "-m", "minitransformer", "translate", "--checkpoint",
+                        str(trained)], input=text.encode("utf-8"), capture_output=True,
+                       env=env, timeout=120)
+    assert r.returncode == 0, r.stderr.decode()
+    lines = r.stdout.decode("utf-8").split("\n")
+    assert len(lines) == 4 and lines[1] == "" and lines[3] == ""
+    assert lines[0] and lines[2]
