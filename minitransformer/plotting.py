@@ -3,6 +3,13 @@
     from minitransformer.plotting import use_book_style, plot_attention
     use_book_style()
     plot_attention(weights, src_tokens, tgt_tokens)
+
+The style (``book.mplstyle``) draws figures 6.4 in wide at 110 dpi, about
+700 px: the width of the book's text column at a 1280 px wide window, so
+10 pt labels stay 10 pt on the page. Multi-panel figures should stay at most
+about 7 in wide (wider ones are shrunk and their labels become small).
+Colours are the Okabe-Ito palette and heatmaps use viridis, both readable
+with the common colour-vision deficiencies and in greyscale.
 """
 
 from __future__ import annotations
@@ -11,6 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+import numpy as np
+import torch
 from matplotlib.axes import Axes
 from torch import Tensor
 
@@ -28,7 +37,7 @@ def use_book_style() -> None:
 
 
 def plot_attention(
-    weights: Tensor,
+    weights: Tensor | np.ndarray,
     keys: Sequence[str] | None = None,
     queries: Sequence[str] | None = None,
     ax: Axes | None = None,
@@ -36,23 +45,37 @@ def plot_attention(
     xlabel: str = "key position",
     ylabel: str = "query position",
     colorbar: bool = True,
+    colorbar_label: str = "attention weight",
 ) -> Axes:
-    """Heatmap of one attention matrix.
+    """Heatmap of one attention matrix, on a fixed 0..1 colour scale.
 
     Args:
-        weights: ``(Lq, Lk)`` attention weights (rows sum to 1).
+        weights: ``(Lq, Lk)`` attention weights (rows sum to 1); a tensor or an array.
         keys: optional ``Lk`` labels for the x axis (e.g. source tokens).
         queries: optional ``Lq`` labels for the y axis (e.g. target tokens).
-        ax: axes to draw on; a new figure if None.
+        ax: axes to draw on; a new figure sized to the matrix if None.
+        title, xlabel, ylabel: texts; give units where there are any.
+        colorbar: draw a colour bar labelled ``colorbar_label``.
 
     Returns: the axes.
     """
-    w = weights.detach().float().cpu()
+    if isinstance(weights, Tensor):
+        w = weights.detach().float().cpu()
+    else:
+        w = torch.as_tensor(np.asarray(weights, dtype=np.float32))
     if w.dim() != 2:
         raise ValueError(f"plot_attention: expected (Lq, Lk) weights, got shape {tuple(w.shape)}")
+    for name, labels, size in (("keys", keys, w.shape[1]), ("queries", queries, w.shape[0])):
+        if labels is not None and len(labels) != size:
+            raise ValueError(
+                f"plot_attention: {len(labels)} {name} labels for {size} "
+                f"{'columns' if name == 'keys' else 'rows'} of weights {tuple(w.shape)}"
+            )
     if ax is None:
-        _, ax = plt.subplots(figsize=(0.3 * w.shape[1] + 2.5, 0.3 * w.shape[0] + 1.5))
-    im = ax.imshow(w.numpy(), cmap=HEATMAP_CMAP, vmin=0.0, vmax=1.0, aspect="auto")
+        width = min(0.3 * w.shape[1] + 2.5, 6.8)  # no wider than the book's text column
+        _, ax = plt.subplots(figsize=(width, min(0.3 * w.shape[0] + 1.5, 6.0)))
+    im = ax.imshow(w.numpy(), cmap=HEATMAP_CMAP, vmin=0.0, vmax=1.0, aspect="auto",
+                   interpolation="nearest")
     ax.grid(False)
     if keys is not None:
         ax.set_xticks(range(len(keys)), list(keys), rotation=60, ha="right")
@@ -63,5 +86,5 @@ def plot_attention(
     if title:
         ax.set_title(title)
     if colorbar:
-        ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label="attention weight")
+        ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label=colorbar_label)
     return ax
