@@ -265,8 +265,8 @@ def fit(
     if not isinstance(cfg, TrainConfig):
         raise TypeError(f"fit: config must be a TrainConfig, got {type(cfg).__name__}")
     start = time.perf_counter()
+    device = dist_utils.device_for_rank(pick_device(cfg.device))  # starts DDP under torchrun
     rank, world = dist_utils.rank_and_world()
-    device = dist_utils.device_for_rank(pick_device(cfg.device))
     inner = model.to(device)
     pad = _pad_id(inner, cfg.pad_id)
     train_model = dist_utils.wrap(inner, device)
