@@ -1,0 +1,78 @@
+"""Summaries of a model: parameters per component, and the shape of every
+intermediate tensor in one forward pass."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+
+__all__ = ["count_parameters", "parameter_table", "ShapeRecord", "trace_shapes"]
+
+
+def count_parameters(module: nn.Module) -> int:
+    """Number of distinct trainable parameters (a tied weight counts once)."""
+    return sum(p.numel() for p in module.parameters() if p.requires_grad)
+
+
+def parameter_table(model: nn.Module, depth: int = 1) -> list[tuple[str, str, int]]:
+    """``(name, class name, parameters)`` of each submodule down to ``depth``
+    levels, in registration order. A weight shared between two submodules is
+    counted in the first one only, so the rows add up to
+    :func:`count_parameters` of ``model``."""
+    if depth < 1:
+        raise ValueError(f"parameter_table: depth must be >= 1, got {depth}")
+    seen: set[int] = set()
+    rows = []
+
+    def visit(module: nn.Module, prefix: str, level: int) -> None:
+        for name, child in module.named_children():
+            full = f"{prefix}{name}"
+            if level < depth and any(True for _ in child.children()):
+                visit(child, full + ".", level + 1)
+                continue
+            n = 0
+            for p in child.parameters():
+                if p.requires_grad and id(p) not in seen:
+                    seen.add(id(p))
+                    n += p.numel()
+            rows.append((full, type(child).__name__, n))
+
+    visit(model, "", 1)
+    return rows
+
+
+@dataclass
+class ShapeRecord:
+    """One module call: its name, class and output shape."""
+
+    name: str
+    kind: str
+    shape: tuple[int, ...]
+
+
+def trace_shapes(model: nn.Module, *inputs: Tensor, max_depth: int = 3) -> list[ShapeRecord]:
+    """Run ``model(*inputs)`` once (no gradients) and record, in call order,
+    the output shape of every submodule at most ``max_depth`` levels deep.
+    For modules that return a tuple (attention: ``(output, weights)``) the
+    first element's shape is recorded."""
+    records: list[ShapeRecord] = []
+    handles = []
+    for name, module in model.named_modules():
+        if not name or name.count(".") >= max_depth:
+            continue
+
+        def hook(mod, args, output, name=name):
+            out = output[0] if isinstance(output, tuple) else output
+            if isinstance(out, Tensor):
+                records.append(ShapeRecord(name, type(mod).__name__, tuple(out.shape)))
+
+        handles.append(module.register_forward_hook(hook))
+    try:
+        with torch.no_grad():
+            model(*inputs)
+    finally:
+        for h in handles:
+            h.remove()
+    return records
