@@ -25,7 +25,7 @@ from .data import (
 )
 from .feedforward import PositionwiseFeedForward
 from .interop import load_torch_attention, load_torch_decoder_layer, load_torch_encoder_layer
-from .layernorm import LayerNorm
+from .layernorm import LayerNorm, layer_norm
 from .layers import Decoder, DecoderLayer, Encoder, EncoderLayer
 from .masks import (
     causal_mask,
@@ -62,6 +62,7 @@ __all__ = [
     "MultiHeadAttention",
     "PositionwiseFeedForward",
     "LayerNorm",
+    "layer_norm",
     "SinusoidalPositionalEncoding",
     "LearnedPositionalEmbedding",
     "sinusoidal_table",

@@ -12,9 +12,10 @@ import minitransformer as mt
 
 @pytest.mark.parametrize("shape", [(4, 8), (2, 3, 16), (1, 1, 5)])
 @pytest.mark.parametrize("eps", [1e-5, 1e-2])
-def test_layernorm_matches_torch(shape, eps):
+@pytest.mark.parametrize("fused", [True, False])
+def test_layernorm_matches_torch(shape, eps, fused):
     d = shape[-1]
-    ours, ref = mt.LayerNorm(d, eps=eps), nn.LayerNorm(d, eps=eps)
+    ours, ref = mt.LayerNorm(d, eps=eps, fused=fused), nn.LayerNorm(d, eps=eps)
     with torch.no_grad():
         ref.weight.normal_()
         ref.bias.normal_()
@@ -23,15 +24,30 @@ def test_layernorm_matches_torch(shape, eps):
     torch.testing.assert_close(ours(x), ref(x))
 
 
-def test_layernorm_normalises_each_token():
+@pytest.mark.parametrize("fused", [True, False])
+def test_layernorm_normalises_each_token(fused):
     x = torch.randn(3, 5, 32) * 7 - 2
-    y = mt.LayerNorm(32)(x)
+    y = mt.LayerNorm(32, fused=fused)(x)
     torch.testing.assert_close(y.mean(-1), torch.zeros(3, 5), atol=1e-5, rtol=0)
     torch.testing.assert_close(y.var(-1, unbiased=False), torch.ones(3, 5), atol=1e-3, rtol=0)
 
 
-def test_layernorm_gradcheck():
-    ln = mt.LayerNorm(6).double()
+def test_written_out_layer_norm_equals_fused_in_value_and_gradient():
+    x = torch.randn(4, 7, 12, requires_grad=True)
+    w, b = torch.randn(12, requires_grad=True), torch.randn(12, requires_grad=True)
+    ours = mt.layer_norm(x, w, b, 1e-5)
+    ref = torch.nn.functional.layer_norm(x, (12,), w, b, 1e-5)
+    torch.testing.assert_close(ours, ref)
+    g = torch.randn_like(ref)
+    grads = torch.autograd.grad(ours, (x, w, b), g)
+    ref_grads = torch.autograd.grad(ref, (x, w, b), g)
+    for a, e in zip(grads, ref_grads):
+        torch.testing.assert_close(a, e, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("fused", [True, False])
+def test_layernorm_gradcheck(fused):
+    ln = mt.LayerNorm(6, fused=fused).double()
     with torch.no_grad():
         ln.weight.normal_()
         ln.bias.normal_()
