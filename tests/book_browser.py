@@ -243,7 +243,11 @@ def make_fixture_book(dest: Path, root: Path = ROOT) -> Path:
                   "text/plain": "<Figure size 640x360 with 1 Axes>"},
         )
     ]
-    nb.cells = [nbformat.v4.new_markdown_cell(FIXTURE_MARKDOWN), code,
+    sys.path.insert(0, str(root / "tools"))
+    from sync_colab_cell import COLAB_CELL
+
+    nb.cells = [nbformat.v4.new_code_cell(COLAB_CELL),
+                nbformat.v4.new_markdown_cell(FIXTURE_MARKDOWN), code,
                 nbformat.v4.new_markdown_cell(FIXTURE_EXERCISE)]
     nbformat.write(nb, dest / "notebooks" / "99_fixture.ipynb")
     toc = {
@@ -441,6 +445,11 @@ def check_page(
                     f"figure {name} is shown at {img['shown']:.0f} px of its "
                     f"{img['natural']} px: too small to read; make it narrower "
                     f"(figsize width <= ~7 in at the book style's dpi)")
+
+        # The Colab install cell belongs to Colab, not to the page (book/_ext/html_fixes.py).
+        if page_info is not None and page_info.is_notebook:
+            if "google.colab" in page.eval_on_selector("article, body", "e => e.textContent"):
+                report.problems.append("the Colab install cell shows on the page")
 
         # Launch link (notebook pages).
         report.colab_links = page.eval_on_selector_all(

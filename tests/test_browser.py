@@ -170,6 +170,7 @@ BROKEN_PAGE = r"""<!DOCTYPE html><html><head><meta charset="utf-8">
 <p>Raw \(x^2\) and $$y$$ left in the text.</p>
 <span class="math notranslate nohighlight">\(z\)</span>
 <img src="missing.png"><img src="empty.png">
+<pre>if "google.colab" in sys.modules: pass</pre>
 <div class="solution admonition"><p class="admonition-title">Solution</p>
 <section>Shown from the start.</section></div>
 </article><script>console.error("boom");</script></body></html>
@@ -195,5 +196,6 @@ def test_checks_report_a_broken_page(browser_context, tmp_path):
         "image empty.png: HTTP 200, 0 bytes",
         "no Colab launch link",
         "solution 1 is visible before a click",
+        "the Colab install cell shows on the page",
     ]:
         assert expected in text, f"{expected!r} not reported; got:\n{text}"

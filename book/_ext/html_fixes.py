@@ -8,11 +8,20 @@
 - pydata-sphinx-theme logs "Got invalid theme mode" on a reader's first
   visit when no ``default_mode`` is set. The book's figures are drawn on
   white, so the default is the light theme (readers can still switch).
+
+It also leaves the Colab install cell (the first cell of every chapter, see
+CONTRIBUTING.md) out of the web pages: it does nothing outside Colab, and
+on a page it would stand above the chapter's title. Colab still runs it.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from docutils import nodes
+
+#: The first line of the canonical Colab cell (tools/sync_colab_cell.py).
+COLAB_CELL_START = "# On Colab, install the book's package"
 
 
 def _set_default_mode(app, config) -> None:
@@ -37,7 +46,16 @@ def _dedupe_inline_scripts(app, pagename: str, templatename: str, context: dict,
     scripts[:] = kept
 
 
+def _drop_colab_cell(app, doctree) -> None:
+    for cell in doctree.findall(nodes.container):
+        if cell.get("nb_element") == "cell_code" and cell.get("cell_index") == 0:
+            if cell.astext().lstrip().startswith(COLAB_CELL_START):
+                cell.parent.remove(cell)
+            return
+
+
 def setup(app) -> dict:
     app.connect("config-inited", _set_default_mode)
     app.connect("html-page-context", _dedupe_inline_scripts)
+    app.connect("doctree-read", _drop_colab_cell)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
