@@ -168,7 +168,11 @@ def test_launch_buttons_open_colab():
     assert CONFIG["launch_buttons"]["colab_url"].rstrip("/") == "https://colab.research.google.com"
     repo = CONFIG["repository"]
     assert re.fullmatch(r"https://github\.com/[\w.-]+/[\w.-]+/?", repo["url"]), repo["url"]
-    assert repo.get("branch"), "repository.branch picks the notebook version Colab opens"
+    # Colab opens the notebook at the tag whose package its first cell installs.
+    assert repo.get("branch") == colab.REF, (
+        f"_config.yml repository.branch is {repo.get('branch')!r}: Colab would open notebooks "
+        f"that differ from the package the first cell installs ({colab.REF})"
+    )
 
 
 def test_every_notebook_is_in_the_table_of_contents():
