@@ -470,9 +470,11 @@ def check_page(
             toggle = sol.locator("summary, button.toggle-button, .admonition-title").first
             toggle.scroll_into_view_if_needed()
             toggle.click()
-            page.wait_for_timeout(400)  # the toggle animates
-            if _solution_state(page, i)["visible"]:
-                report.solutions += 1
+            for _ in range(40):  # the toggle animates; a busy machine is slow
+                page.wait_for_timeout(250)
+                if _solution_state(page, i)["visible"]:
+                    report.solutions += 1
+                    break
             else:
                 report.problems.append(f"solution {i + 1} did not open on click")
     finally:
