@@ -248,6 +248,20 @@ def test_outputs_show_no_plot_objects_or_addresses(path):
     assert not problems, f"{path.name}:\n  " + "\n  ".join(problems)
 
 
+# Colormaps that mislead or vanish for colour-blind readers (rainbow-like, red-green).
+BAD_CMAPS = ["jet", "rainbow", "gist_rainbow", "hsv", "nipy_spectral", "gist_ncar", "RdYlGn",
+             "Spectral", "turbo", "gist_earth", "prism", "flag"]
+
+
+@nb_param
+def test_colormaps_are_colour_blind_safe(path):
+    code = "\n".join(_code(_written(path)))
+    found = re.findall(r"cmap\s*=\s*['\"](\w+?)(?:_r)?['\"]", code)
+    found += re.findall(r"(?:plt\.|cm\.|colormaps\[)['\"]?(" + "|".join(BAD_CMAPS) + r")\b", code)
+    bad = sorted({c for c in found if c in BAD_CMAPS})
+    assert not bad, f"{path.name} uses {bad}; use viridis (HEATMAP_CMAP) or cividis"
+
+
 DIRECTIVE = re.compile(r"^(```+|:::+)\{(exercise|solution)\}[^\n]*\n((?::[\w-]+:[^\n]*\n)*)", re.M)
 
 
