@@ -40,13 +40,13 @@ def _run(checker, fn, capsys):
 def assert_passes(checker, fn, capsys):
     ok, out = _run(checker, fn, capsys)
     assert ok, out
-    assert "✅" in out and "❌" not in out
+    assert "✓" in out and "✗" not in out
 
 
 def assert_hint(checker, fn, fragment, capsys):
     ok, out = _run(checker, fn, capsys)
     assert not ok, out
-    assert "❌" in out
+    assert "✗" in out
     assert fragment in out, f"expected a hint containing {fragment!r}, got:\n{out}"
 
 
@@ -578,3 +578,8 @@ def test_greedy_step_repeated_is_greedy_decode():
 ])
 def test_greedy_step_hints(kwargs, fragment, capsys):
     assert_hint(check_greedy_step, _step(**kwargs), fragment, capsys)
+
+
+def test_package_masked_softmax_passes(capsys):
+    from minitransformer.scoring import masked_softmax
+    assert_passes(check_masked_softmax, masked_softmax, capsys)

@@ -14,6 +14,7 @@ anything there; one that differs from the reader's anywhere is ruled out.
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,8 +22,9 @@ from typing import Any
 import torch
 from torch import Tensor
 
-PASS = "✅"
-FAIL = "❌"
+#: Marks of a pass and a failure (plain symbols: they render in any font).
+PASS = "✓"
+FAIL = "✗"
 
 #: Printed when the reader's cell still raises NotImplementedError.
 NOT_IMPLEMENTED = (
@@ -321,8 +323,9 @@ def check(
 
     results = [got for _, got in runs]
     note = on_pass(results) if on_pass is not None else None
-    print(f"{PASS} {title}: correct on all {len(cases)} tests.\n   Tested: "
-          + "; ".join(c.label for c in cases) + ".")
+    tested = textwrap.fill("Tested: " + "; ".join(c.label for c in cases) + ".", width=88,
+                           initial_indent="   ", subsequent_indent="   ")
+    print(f"{PASS} {title}: correct on all {len(cases)} tests.\n{tested}")
     if note:
         print(f"   Note: {note}")
     return True
