@@ -304,8 +304,9 @@ async () => {
   if (!document.querySelector('script[src*="mathjax" i]'))
     return 'the page has equations but loads no MathJax';
   const ready = () => window.MathJax && MathJax.startup && MathJax.startup.promise;
-  for (let i = 0; i < 600 && !ready(); i++) await new Promise(r => setTimeout(r, 100));
-  if (!ready()) return 'MathJax did not load within 60 s';
+  // Called once the network is idle: MathJax has loaded by now, or never will.
+  for (let i = 0; i < 150 && !ready(); i++) await new Promise(r => setTimeout(r, 100));
+  if (!ready()) return 'MathJax did not load (15 s after the network went idle)';
   await MathJax.startup.promise;
   return 'ok';
 }
