@@ -61,6 +61,16 @@ class Mistake:
     nan: str = "any"
 
 
+def wrap(text: str, width: int = 88, first: str = "") -> str:
+    """Wrap each line of a verdict to ``width`` columns (book pages do not wrap
+    code output); lines after the first are indented by three spaces."""
+    lines = text.split("\n")
+    out = [textwrap.fill(lines[0].strip(), width, initial_indent=first, subsequent_indent="   ")]
+    out += [textwrap.fill(line.strip(), width, initial_indent="   ", subsequent_indent="   ")
+            for line in lines[1:]]
+    return "\n".join(out)
+
+
 def generator(seed: int = 0) -> torch.Generator:
     """A private random generator, so that checking never moves the notebook's
     global random state."""
@@ -276,8 +286,8 @@ def check(
         return close(got, expected, atol, rtol, nan)
 
     def fail(message: str, case: Case | None = None) -> bool:
-        where = f"\n   (failed on: {case.label})" if case is not None else ""
-        print(f"{FAIL} {title}: {message}{where}")
+        where = f"\n(failed on: {case.label})" if case is not None else ""
+        print(wrap(f"{FAIL} {title}: {message}{where}"))
         return False
 
     if not callable(fn):
@@ -323,9 +333,8 @@ def check(
 
     results = [got for _, got in runs]
     note = on_pass(results) if on_pass is not None else None
-    tested = textwrap.fill("Tested: " + "; ".join(c.label for c in cases) + ".", width=88,
-                           initial_indent="   ", subsequent_indent="   ")
-    print(f"{PASS} {title}: correct on all {len(cases)} tests.\n{tested}")
+    tested = "Tested: " + "; ".join(c.label for c in cases) + "."
+    print(wrap(f"{PASS} {title}: correct on all {len(cases)} tests.\n{tested}"))
     if note:
-        print(f"   Note: {note}")
+        print(wrap(f"Note: {note}", first="   "))
     return True
