@@ -584,3 +584,41 @@ def test_greedy_step_hints(kwargs, fragment, capsys):
 def test_package_masked_softmax_passes(capsys):
     from minitransformer.scoring import masked_softmax
     assert_passes(check_masked_softmax, masked_softmax, capsys)
+
+
+# ---------------------------------------------------------------- every hint is reachable
+def _mistake_lists():
+    from minitransformer.exercises import (
+        attention,
+        decoding,
+        heads,
+        layernorm,
+        loss,
+        masks,
+        positional,
+    )
+    return [
+        ("sdpa", check_scaled_dot_product_attention, attention._sdpa_mistakes()),
+        ("masked_softmax", check_masked_softmax, attention._ms_mistakes()),
+        ("causal", check_causal_mask, masks._causal_mistakes()),
+        ("padding", check_padding_mask, masks._padding_mistakes()),
+        ("split", check_split_heads, heads._split_mistakes()),
+        ("merge", check_merge_heads, heads._merge_mistakes()),
+        ("layer_norm", check_layer_norm, layernorm._mistakes()),
+        ("sinusoidal", check_sinusoidal_encoding, positional._mistakes()),
+        ("label_smoothing", check_label_smoothing_loss, loss._mistakes()),
+        ("greedy", check_greedy_step, decoding._mistakes()),
+    ]
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("name, checker, mistakes", _mistake_lists(),
+                         ids=[m[0] for m in _mistake_lists()])
+def test_each_listed_mistake_earns_its_own_hint(name, checker, mistakes, capsys):
+    """Fed the wrong answer a mistake describes, the checker fails and prints
+    that mistake's hint: no hint is shadowed by another."""
+    for mistake in mistakes:
+        ok, out = _run(checker, mistake.compute, capsys)
+        assert not ok, f"{name}: a listed mistake passed:\n{out}"
+        assert " ".join(mistake.hint.split()) in " ".join(out.split()), (
+            f"{name}: expected the hint {mistake.hint!r}, got:\n{out}")

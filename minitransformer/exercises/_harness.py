@@ -13,6 +13,7 @@ anything there; one that differs from the reader's anywhere is ruled out.
 
 from __future__ import annotations
 
+import functools
 import math
 import textwrap
 from collections.abc import Callable, Sequence
@@ -65,9 +66,10 @@ def wrap(text: str, width: int = 88, first: str = "") -> str:
     """Wrap each line of a verdict to ``width`` columns (book pages do not wrap
     code output); lines after the first are indented by three spaces."""
     lines = text.split("\n")
-    out = [textwrap.fill(lines[0].strip(), width, initial_indent=first, subsequent_indent="   ")]
-    out += [textwrap.fill(line.strip(), width, initial_indent="   ", subsequent_indent="   ")
-            for line in lines[1:]]
+    fill = functools.partial(textwrap.fill, width=width, subsequent_indent="   ",
+                             break_on_hyphens=False, break_long_words=False)
+    out = [fill(lines[0].strip(), initial_indent=first)]
+    out += [fill(line.strip(), initial_indent="   ") for line in lines[1:]]
     return "\n".join(out)
 
 

@@ -77,10 +77,6 @@ _HINTS = {
         "(here every feature is about 3000): subtract the mean first, mean((x − mean)²), "
         "or use x.var(dim=-1, unbiased=False)."
     ),
-    "no_keepdim": (
-        "the mean or variance lost its axis (use keepdim=True), so (x − mean) broadcast "
-        "across the wrong axis."
-    ),
 }
 
 
@@ -111,11 +107,6 @@ def _cases() -> list[Case]:
 def _mistakes() -> list[Mistake]:
     h = _HINTS
 
-    def no_keepdim(x, w, b, eps=1e-5):
-        mean = x.mean(dim=-1)
-        var = x.var(dim=-1, unbiased=False)
-        return (x - mean) / (var + eps).sqrt() * w + b
-
     return [
         Mistake(h["unbiased"], lambda x, w, b, eps=1e-5: _ln(x, w, b, eps, unbiased=True)),
         Mistake(h["eps_outside"], lambda x, w, b, eps=1e-5: _ln(x, w, b, eps,
@@ -129,7 +120,6 @@ def _mistakes() -> list[Mistake]:
         Mistake(h["axis_len"], lambda x, w, b, eps=1e-5: _ln(x, w, b, eps, dims=(-2,))),
         Mistake(h["axis_len"], lambda x, w, b, eps=1e-5: _ln(x, w, b, eps, dims=(0,))),
         Mistake(h["naive_var"], lambda x, w, b, eps=1e-5: _ln(x, w, b, eps, naive_var=True)),
-        Mistake(h["no_keepdim"], no_keepdim),
     ]
 
 
