@@ -1,0 +1,165 @@
+"""Training speed on Multi30k: minitransformer.Transformer vs torch.nn.Transformer,
+driven by the same training loop, timed side by side.
+
+The chapter's CPU configuration: d_model 256, 8 heads, 3+3 layers, d_ff 512,
+pre-LN, dropout 0.1, token-budget batches of 2,048 padded source + target
+tokens, Adam(0.9, 0.98, 1e-9) with the warm-up schedule, label smoothing 0.1,
+gradient clipping. Both models get the same embeddings (·√D), sinusoidal
+positions and output projection; the nn.Transformer baseline is given every
+mask it can use (key padding masks for source, target and memory, and a
+causal mask flagged ``tgt_is_causal``). Each step is
+:func:`minitransformer.training._train_step`, the step of ``fit``. The two
+models alternate, a few steps each, over the same batches, so a change in the
+machine's load affects both alike.
+
+    MINITRANSFORMER_DATA=../shared/data python benchmarks/bench_translation.py
+    python benchmarks/bench_translation.py --rounds 4 --steps 5   # quicker
+    python benchmarks/bench_translation.py --amp bf16             # bf16 autocast
+    python benchmarks/bench_translation.py --profile              # where the time goes
+    python benchmarks/bench_translation.py --compare-amp          # ours: fp32 vs bf16
+
+Prints source + target tokens (non-pad) per second of each model and the ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import math
+import statistics
+import time
+
+import torch
+from torch import Tensor, nn
+
+from minitransformer import SinusoidalPositionalEncoding, Transformer, TransformerConfig
+from minitransformer.data import TokenBatcher, build_vocabs, encode_pairs, load_multi30k
+from minitransformer.training import (
+    TrainConfig,
+    _autocast,
+    _train_step,
+    evaluate_loss,
+    make_optimizer,
+)
+
+
+class TorchSeq2Seq(nn.Module):
+    """``nn.Transformer`` with our embeddings, positions and generator, and all its masks."""
+
+    def __init__(self, c: TransformerConfig):
+        super().__init__()
+        self.config = c
+        self.src_embed = nn.Embedding(c.src_vocab_size, c.d_model, padding_idx=c.pad_id)
+        self.tgt_embed = nn.Embedding(c.tgt_vocab_size, c.d_model, padding_idx=c.pad_id)
+        self.src_pos = SinusoidalPositionalEncoding(c.d_model, c.max_len, c.dropout)
+        self.tgt_pos = SinusoidalPositionalEncoding(c.d_model, c.max_len, c.dropout)
+        self.transformer = nn.Transformer(
+            c.d_model, c.num_heads, c.num_encoder_layers, c.num_decoder_layers, c.d_ff,
+            c.dropout, batch_first=True, norm_first=c.norm_first,
+        )
+        self.generator = nn.Linear(c.d_model, c.tgt_vocab_size)
+        for p in self.parameters():
+            if p.dim() > 1:
+                nn.init.xavier_uniform_(p)
+
+    def forward(self, src: Tensor, tgt: Tensor) -> Tensor:
+        scale = math.sqrt(self.config.d_model)
+        src_pad = src == self.config.pad_id  # (B, S) True = blocked (PyTorch's convention)
+        tgt_pad = tgt == self.config.pad_id  # (B, T)
+        t = tgt.shape[1]
+        causal = torch.ones(t, t, dtype=torch.bool, device=tgt.device).triu(1)  # True = future
+        h = self.transformer(
+            self.src_pos(self.src_embed(src) * scale), self.tgt_pos(self.tgt_embed(tgt) * scale),
+            tgt_mask=causal, src_key_padding_mask=src_pad, tgt_key_padding_mask=tgt_pad,
+            memory_key_padding_mask=src_pad, tgt_is_causal=True,
+        )
+        return self.generator(h)  # (B, T, V)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--rounds", type=int, default=8, help="alternations of the two models")
+    p.add_argument("--steps", type=int, default=8, help="training steps per model per round")
+    p.add_argument("--max-tokens", type=int, default=2048)
+    p.add_argument("--amp", choices=["off", "bf16"], default="off")
+    p.add_argument("--threads", type=int, default=torch.get_num_threads())
+    p.add_argument("--profile", action="store_true", help="profile 5 steps of each model")
+    p.add_argument("--compare-amp", action="store_true",
+                   help="instead: our model in fp32 against the same model under bf16 autocast, "
+                   "then both models' validation loss")
+    args = p.parse_args()
+    torch.set_num_threads(args.threads)
+
+    pairs = load_multi30k("train")
+    src_vocab, tgt_vocab = build_vocabs(pairs, min_freq=2)
+    examples = encode_pairs(pairs, src_vocab, tgt_vocab, max_len=100)
+    batches = list(TokenBatcher(examples, args.max_tokens, shuffle=True, seed=0))
+    batches = batches[: args.steps + 2]  # the same (random) batches for both models
+    config = TransformerConfig(
+        len(src_vocab), len(tgt_vocab), d_model=256, num_heads=8, num_encoder_layers=3,
+        num_decoder_layers=3, d_ff=512, dropout=0.1, norm_first=True, max_len=256,
+    )
+    torch.manual_seed(0)
+    device = torch.device("cpu")
+    if args.compare_amp:
+        models = {"fp32": Transformer(config)}
+        models["bf16"] = copy.deepcopy(models["fp32"])
+        casts = {"fp32": _autocast(device, "off"), "bf16": _autocast(device, "bf16")}
+    else:
+        models = {"minitransformer": Transformer(config),
+                  "torch.nn.Transformer": TorchSeq2Seq(config)}
+        casts = dict.fromkeys(models, _autocast(device, args.amp))
+    train_cfg = TrainConfig(lr=1e-3, warmup_steps=400, amp=args.amp, device="cpu")
+    opts = {k: make_optimizer(m, train_cfg) for k, m in models.items()}
+    steps = dict.fromkeys(models, 0)
+
+    def run(name: str, chunk: list) -> tuple[int, float]:
+        model, tokens = models[name].train(), 0
+        start = time.perf_counter()
+        for batch in chunk:
+            steps[name] += 1
+            _, n = _train_step(
+                model, opts[name], batch, train_cfg, steps[name], 0, device, casts[name]
+            )
+            tokens += n
+        return tokens, time.perf_counter() - start
+
+    for name in models:  # warm-up: allocator, kernels
+        run(name, batches[-2:])
+    if args.profile:
+        from torch.profiler import ProfilerActivity, profile
+
+        for name in models:
+            with profile(activities=[ProfilerActivity.CPU]) as prof:
+                run(name, batches[:5])
+            print(f"\n=== {name}: top operators by self CPU time (5 steps)")
+            print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=18))
+        return
+    rates: dict[str, list[float]] = {k: [] for k in models}
+    for r in range(args.rounds):
+        for name in list(models) if r % 2 == 0 else list(models)[::-1]:
+            tokens, seconds = run(name, batches[: args.steps])
+            rates[name].append(tokens / seconds)
+        print(f"round {r + 1}: " + ", ".join(f"{k} {v[-1]:,.0f}" for k, v in rates.items()),
+              flush=True)
+    n_params = {k: sum(q.numel() for q in m.parameters()) for k, m in models.items()}
+    print(f"\ntorch {torch.__version__}, {args.threads} threads, amp {args.amp}, "
+          f"{args.rounds} rounds x {args.steps} steps of {args.max_tokens}-token batches, "
+          f"parameters {n_params}")
+    med = {k: statistics.median(v) for k, v in rates.items()}
+    for name, rate in med.items():
+        print(f"{name:22s} {rate:8,.0f} source+target tokens/s (median of {args.rounds} rounds)")
+    first, second = list(models)
+    ratios = [a / b for a, b in zip(rates[first], rates[second])]
+    print(f"ratio {first} / {second}: median of rounds "
+          f"{statistics.median(ratios):.3f} (range {min(ratios):.3f}-{max(ratios):.3f})")
+    if args.compare_amp:
+        valid = encode_pairs(load_multi30k("val"), src_vocab, tgt_vocab)
+        valid_batches = list(TokenBatcher(valid, args.max_tokens, shuffle=False))
+        for name, model in models.items():
+            print(f"{name}: validation cross-entropy (fp32) after {steps[name]} steps: "
+                  f"{evaluate_loss(model, valid_batches):.4f}")
+
+
+if __name__ == "__main__":
+    main()
