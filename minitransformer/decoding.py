@@ -162,28 +162,32 @@ def greedy_decode(
             at every step (same tokens, slower).
 
     Returns:
-        ``B`` lists of token ids, without BOS and EOS. Decoding stops as soon
-        as every sentence has produced EOS.
+        ``B`` lists of token ids, without BOS and EOS. A sentence that has
+        produced EOS leaves the batch (its rows of the state are dropped with
+        ``reorder_state``), and decoding stops when none is left.
     """
     where = "greedy_decode"
     _check_src(src, where)
     _check_positive(max_len, "max_len", where)
-    banned = _banned_ids(model, bos_id)
+    banned = torch.tensor(_banned_ids(model, bos_id), device=src.device)
     with _inference(model):
         stepper, state = _start(model, src, use_cache)
         b = src.shape[0]
-        tokens = torch.full((b,), bos_id, dtype=torch.long, device=src.device)
-        finished = torch.zeros(b, dtype=torch.bool, device=src.device)
-        steps = []
-        for _ in range(max_len):
-            logits, state = stepper.decode_next(tokens, state)  # (B, V)
-            tokens = _next_log_probs(logits, banned).argmax(dim=-1)  # (B,)
-            tokens = tokens.masked_fill(finished, eos_id)  # finished rows keep emitting EOS
-            steps.append(tokens)
-            finished |= tokens == eos_id
-            if bool(finished.all()):
-                break
-        out = torch.stack(steps, dim=1).tolist()  # (B, T)
+        generated = torch.full((b, max_len), eos_id, dtype=torch.long, device=src.device)
+        active = torch.arange(b, device=src.device)  # (N,) sentence of each row still decoding
+        tokens = torch.full((b,), bos_id, dtype=torch.long, device=src.device)  # (N,)
+        for t in range(max_len):
+            logits, state = stepper.decode_next(tokens, state)  # (N, V)
+            tokens = logits.index_fill(1, banned, float("-inf")).argmax(dim=-1)  # (N,)
+            generated[active, t] = tokens
+            finished = tokens == eos_id
+            if bool(finished.any()):  # finished sentences leave the batch
+                keep = (~finished).nonzero().squeeze(1)
+                if keep.numel() == 0:
+                    break
+                active, tokens = active[keep], tokens[keep]
+                state = stepper.reorder_state(state, keep)
+        out = generated.tolist()  # (B, max_len)
     return [row[: row.index(eos_id)] if eos_id in row else row for row in out]
 
 
