@@ -296,3 +296,13 @@ def test_resume_continues_exactly(tmp_path):
                   progress=False)
     assert resumed.step == list(range(1, total + 1))
     assert resumed.train_loss == whole.train_loss
+
+
+def test_bf16_autocast_trains_in_float32_weights():
+    model = tiny_model()
+    h = fit(model, batcher(), list(batcher(n=20, seed=1)), config=quick(max_steps=3, amp="bf16"),
+            progress=False)
+    assert all(math.isfinite(x) for x in h.train_loss + h.valid_loss)
+    assert all(p.dtype == torch.float32 for p in model.parameters())
+    with pytest.raises(ValueError, match="amp"):
+        TrainConfig(amp="fp16")
