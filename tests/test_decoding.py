@@ -136,6 +136,21 @@ def test_decode_next_beyond_max_len_is_a_clear_error():
             m.decode_next(tokens, state)
 
 
+@pytest.mark.parametrize("name", ["SimpleSeq2Seq", "ContextSeq2Seq", "AttentionSeq2Seq"])
+def test_rnn_models_keep_the_incremental_contract(name):
+    rnn = pytest.importorskip("minitransformer.rnn")
+    torch.manual_seed(0)
+    cfg = rnn.RNNConfig(20, 20, emb_dim=16, hidden_dim=24, attn_dim=16)
+    m = getattr(rnn, name)(cfg).eval()
+    assert isinstance(m, Seq2SeqModel) and isinstance(m, IncrementalDecoder)
+    src = random_src(11)
+    tgt = torch.randint(3, 20, (src.shape[0], 6), generator=torch.Generator().manual_seed(1))
+    tgt[:, 0] = BOS
+    assert_incremental_matches_full(m, src, tgt)
+    assert greedy_decode(m, src, 10) == greedy_decode(m, src, 10, use_cache=False)
+    assert beam_search(m, src, 3, 10) == beam_search(m, src, 3, 10, use_cache=False)
+
+
 # --------------------------------------------------------------------------- scripted models
 
 

@@ -1,0 +1,158 @@
+"""Decoding speed on Multi30k test_2016_flickr: key/value cache vs recomputation, beam 4.
+
+The chapter's CPU model (d_model 256, 8 heads, 3+3 layers, d_ff 512, pre-LN,
+word vocabularies of Multi30k train with min_freq 2) translates the 1,000
+German sentences of test_2016_flickr with :func:`minitransformer.decoding.translate`
+(tokenise, batch by source length, decode, detokenise), ``max_len`` = the
+batch's longest source + 50, stopping once every sentence of a batch has
+produced EOS. Timed:
+
+- greedy with the key/value cache (``use_cache=True``, the default);
+- greedy recomputing the whole prefix at each step (``use_cache=False``);
+- beam search, 4 beams, length penalty 0.6, with the cache.
+
+A random model rarely says EOS, so every sentence would run to ``max_len``:
+by default the model is first trained briefly (``--train-minutes``, with
+:func:`minitransformer.training.fit`) so that output lengths are realistic;
+``--train-minutes 0`` times the random model (the worst case). The trained
+weights can be kept (``--model-cache``) to time again without retraining.
+
+    MINITRANSFORMER_DATA=../shared/data python benchmarks/bench_decoding.py
+    python benchmarks/bench_decoding.py --train-minutes 0           # random model
+    python benchmarks/bench_decoding.py --model-cache /tmp/dec.pt   # reuse weights
+
+Prints wall and CPU seconds, sentences/s and mean output length (words) for
+each, checks that cached and uncached greedy give the same translations, and
+the BLEU of each (meaningful only for a trained model). A matmul speed
+measured before and after tells how busy the machine was (CPU seconds are
+less sensitive to other processes than wall seconds, not insensitive).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import time
+
+import torch
+
+from minitransformer import Transformer, TransformerConfig
+from minitransformer.data import (
+    TokenBatcher,
+    Vocab,
+    build_vocabs,
+    encode_pairs,
+    load_multi30k,
+    tokenize,
+)
+from minitransformer.decoding import corpus_bleu, translate
+
+
+def chapter_model(src_vocab: int, tgt_vocab: int) -> Transformer:
+    cfg = TransformerConfig(
+        src_vocab, tgt_vocab, d_model=256, num_heads=8, num_encoder_layers=3,
+        num_decoder_layers=3, d_ff=512, dropout=0.1, max_len=256, norm_first=True,
+    )
+    return Transformer(cfg)
+
+
+def get_model(args, train) -> tuple[Transformer, Vocab, Vocab, float]:
+    """The model and its vocabularies: from ``--model-cache`` if it exists,
+    else built (and trained for ``--train-minutes``)."""
+    if args.model_cache and os.path.exists(args.model_cache):
+        saved = torch.load(args.model_cache, weights_only=True)
+        src_vocab, tgt_vocab = Vocab.from_dict(saved["src"]), Vocab.from_dict(saved["tgt"])
+        model = chapter_model(len(src_vocab), len(tgt_vocab))
+        model.load_state_dict(saved["model"])
+        return model, src_vocab, tgt_vocab, saved["minutes"]
+    src_vocab, tgt_vocab = build_vocabs(train, min_freq=2)
+    torch.manual_seed(0)
+    model = chapter_model(len(src_vocab), len(tgt_vocab))
+    if args.train_minutes > 0:
+        from minitransformer.training import TrainConfig, fit
+
+        examples = encode_pairs(train, src_vocab, tgt_vocab)
+        batches = TokenBatcher(examples, max_tokens=2048, shuffle=True, seed=0)
+        cfg = TrainConfig(
+            lr=1e-3, warmup_steps=400, epochs=None, max_minutes=args.train_minutes,
+            device="cpu", amp="off",
+        )
+        fit(model, batches, config=cfg, progress=False)
+    if args.model_cache:
+        torch.save(
+            {"model": model.state_dict(), "src": src_vocab.to_dict(), "tgt": tgt_vocab.to_dict(),
+             "minutes": args.train_minutes},
+            args.model_cache,
+        )
+    return model, src_vocab, tgt_vocab, args.train_minutes
+
+
+def matmul_speed() -> tuple[float, float]:
+    """GFLOP/s of a 1024² fp32 matmul now, per wall second and per CPU second
+    of this process: how busy the machine is (about 200 wall on an idle 2-core
+    machine with 2 threads)."""
+    a, b = torch.randn(1024, 1024), torch.randn(1024, 1024)
+    a @ b
+    wall, cpu = time.perf_counter(), time.process_time()
+    for _ in range(10):
+        a @ b
+    flop = 10 * 2 * 1024**3 / 1e9
+    return flop / (time.perf_counter() - wall), flop / (time.process_time() - cpu)
+
+
+def timed(label, fn, references):
+    wall, cpu = time.perf_counter(), time.process_time()
+    out = fn()
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    length = sum(len(tokenize(h)) for h in out) / len(out)
+    bleu = corpus_bleu(out, references).score
+    print(f"{label:36s} {wall:7.2f} s wall {cpu:7.2f} s CPU {len(out) / wall:7.1f} sent/s "
+          f"{length:5.1f} words {bleu:6.2f} BLEU", flush=True)
+    return out
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--train-minutes", type=float, default=3.0,
+                   help="train the model this long first (0 = random weights)")
+    p.add_argument("--model-cache", default=None,
+                   help="load the model from this file if it exists, else save it there")
+    p.add_argument("--batch-size", type=int, default=128, help="sentences decoded together")
+    p.add_argument("--sentences", type=int, default=1000, help="first N test sentences")
+    p.add_argument("--skip-uncached", action="store_true", help="do not time use_cache=False")
+    p.add_argument("--threads", type=int, default=None, help="torch.set_num_threads")
+    args = p.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+
+    train = load_multi30k("train")
+    test = load_multi30k("test_2016_flickr")[: args.sentences]
+    model, src_vocab, tgt_vocab, minutes = get_model(args, train)
+    model.eval()
+    sources = [s for s, _ in test]
+    references = [t for _, t in test]
+    print(f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} threads, "
+          f"torch {torch.__version__}; vocabularies {len(src_vocab)} / {len(tgt_vocab)}; "
+          f"model trained {minutes:g} min; {len(sources)} sentences, "
+          f"batches of {args.batch_size}", flush=True)
+
+    def run(beam: int, cache: bool):
+        return lambda: translate(model, sources, src_vocab, tgt_vocab, beam_size=beam,
+                                 batch_size=args.batch_size, use_cache=cache)
+
+    translate(model, sources[:16], src_vocab, tgt_vocab)  # warm-up
+    print("matmul now: {:.0f} GFLOP/s per wall second, {:.0f} per CPU second".format(
+        *matmul_speed()))
+    cached = timed("greedy, key/value cache", run(1, True), references)
+    if not args.skip_uncached:
+        uncached = timed("greedy, recomputing the prefix", run(1, False), references)
+        same = sum(a == b for a, b in zip(cached, uncached, strict=True))
+        print(f"cached and uncached greedy agree on {same}/{len(cached)} sentences")
+    timed("beam 4 (alpha 0.6), key/value cache", run(4, True), references)
+    print("matmul now: {:.0f} GFLOP/s per wall second, {:.0f} per CPU second".format(
+        *matmul_speed()))
+
+
+if __name__ == "__main__":
+    main()
