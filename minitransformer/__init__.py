@@ -23,6 +23,7 @@ from .data import (
     synthetic_vocab_size,
     tokenize,
 )
+from .decoding import beam_search, corpus_bleu, greedy_decode, translate
 from .feedforward import PositionwiseFeedForward
 from .interop import load_torch_attention, load_torch_decoder_layer, load_torch_encoder_layer
 from .layernorm import LayerNorm, layer_norm
@@ -86,4 +87,8 @@ __all__ = [
     "load_torch_attention",
     "load_torch_encoder_layer",
     "load_torch_decoder_layer",
+    "greedy_decode",
+    "beam_search",
+    "translate",
+    "corpus_bleu",
 ]
