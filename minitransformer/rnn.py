@@ -23,9 +23,10 @@ and the backward direction's state at the first).
 
 All three have the seq2seq interface of :class:`minitransformer.Transformer`
 (``forward``, ``src_mask``, ``encode``, ``decode``, ``config.pad_id``) and
-incremental decoding (:meth:`init_decoder_state`, :meth:`decode_step`,
-:meth:`reorder_decoder_state`), so the package's trainer, greedy and beam
-decoding and BLEU serve them and the Transformer alike.
+incremental decoding (:meth:`start_decoding`, :meth:`decode_next`,
+:meth:`reorder_state`, the protocol of :mod:`minitransformer.seq2seq`), so
+the package's trainer, greedy and beam decoding and BLEU serve them and the
+Transformer alike.
 
 Shape letters: ``B`` batch, ``S`` source length, ``T`` target length,
 ``M`` embedding width, ``H`` hidden width (per direction), ``E`` encoder
@@ -42,6 +43,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from .masks import padding_mask
 from .scoring import AdditiveAttention
+from .seq2seq import reorder_tensors
 
 __all__ = [
     "RNNConfig",
@@ -210,29 +212,28 @@ class _RNNSeq2Seq(nn.Module):
         means every source position is real.
         """
         self._check_tokens(tgt, "tgt", self.config.tgt_vocab_size)
-        state = self.init_decoder_state(memory, memory_mask)
+        state = self.start_decoding(memory, memory_mask)
         return self._decode_all(tgt, state)
 
     # -- incremental decoding ---------------------------------------------------
-    def init_decoder_state(self, memory: Tensor, memory_mask: Tensor | None = None) -> dict:
+    def start_decoding(self, memory: Tensor, memory_mask: Tensor | None = None) -> dict:
         """Everything the decoder carries from step to step, as a dict of ``(B, ...)`` tensors."""
         summary = self.encoder.summary(memory, memory_mask)  # (B, E)
         return {"hidden": torch.tanh(self.bridge(summary)), "summary": summary}  # (B, H), (B, E)
 
-    def decode_step(self, tokens: Tensor, state: dict) -> tuple[Tensor, dict]:
+    def decode_next(self, tokens: Tensor, state: dict) -> tuple[Tensor, dict]:
         """One step: previous tokens ``(B,)`` → next-token logits ``(B, V)``, new state."""
         raise NotImplementedError
 
-    @staticmethod
-    def reorder_decoder_state(state: dict, index: Tensor) -> dict:
+    def reorder_state(self, state: dict, index: Tensor) -> dict:
         """Select (and repeat) batch rows of ``state`` (e.g. surviving beams), ``index (B',)``."""
-        return {k: v.index_select(0, index) for k, v in state.items()}
+        return reorder_tensors(state, index)
 
     def _decode_all(self, tgt: Tensor, state: dict) -> Tensor:
         """Teacher forcing over the whole target, step by step; subclasses do it faster."""
         logits = []
         for t in range(tgt.shape[1]):
-            step_logits, state = self.decode_step(tgt[:, t], state)
+            step_logits, state = self.decode_next(tgt[:, t], state)
             logits.append(step_logits)
         return torch.stack(logits, dim=1)  # (B, T, V)
 
@@ -255,7 +256,7 @@ class SimpleSeq2Seq(_RNNSeq2Seq):
         out, _ = self.rnn(y, state["hidden"][None])  # (B, T, H)
         return self.generator(self.dropout(out))  # (B, T, V)
 
-    def decode_step(self, tokens: Tensor, state: dict) -> tuple[Tensor, dict]:
+    def decode_next(self, tokens: Tensor, state: dict) -> tuple[Tensor, dict]:
         y = self.dropout(self.tgt_embed(tokens))  # (B, M)
         out, _ = self.rnn(y[:, None], state["hidden"][None])  # (B, 1, H)
         h = out[:, 0]
@@ -281,7 +282,7 @@ class ContextSeq2Seq(_RNNSeq2Seq):
         out, _ = self.rnn(torch.cat([y, ctx], dim=-1), state["hidden"][None])  # (B, T, H)
         return self.generator(self.dropout(torch.cat([out, y, ctx], dim=-1)))  # (B, T, V)
 
-    def decode_step(self, tokens: Tensor, state: dict) -> tuple[Tensor, dict]:
+    def decode_next(self, tokens: Tensor, state: dict) -> tuple[Tensor, dict]:
         y = self.dropout(self.tgt_embed(tokens))  # (B, M)
         ctx = state["summary"]  # (B, E)
         out, _ = self.rnn(torch.cat([y, ctx], dim=-1)[:, None], state["hidden"][None])
@@ -310,8 +311,8 @@ class AttentionSeq2Seq(_RNNSeq2Seq):
         self.cell = nn.GRUCell(c.emb_dim + c.enc_dim, c.hidden_dim)
         self.generator = nn.Linear(c.hidden_dim + c.emb_dim + c.enc_dim, c.tgt_vocab_size)
 
-    def init_decoder_state(self, memory: Tensor, memory_mask: Tensor | None = None) -> dict:
-        state = super().init_decoder_state(memory, memory_mask)
+    def start_decoding(self, memory: Tensor, memory_mask: Tensor | None = None) -> dict:
+        state = super().start_decoding(memory, memory_mask)
         b, s, _ = memory.shape
         if memory_mask is None:
             mask = torch.ones(b, s, dtype=torch.bool, device=memory.device)
@@ -335,7 +336,7 @@ class AttentionSeq2Seq(_RNNSeq2Seq):
         logits = self.generator(self.dropout(torch.cat([h, y, context], dim=-1)))
         return logits, h, weights[:, 0]
 
-    def decode_step(self, tokens: Tensor, state: dict) -> tuple[Tensor, dict]:
+    def decode_next(self, tokens: Tensor, state: dict) -> tuple[Tensor, dict]:
         logits, h, _ = self._step(self.dropout(self.tgt_embed(tokens)), state)
         return logits, {**state, "hidden": h}
 
@@ -360,7 +361,7 @@ class AttentionSeq2Seq(_RNNSeq2Seq):
         """As :meth:`SimpleSeq2Seq.decode`; with ``need_weights`` returns
         ``(logits (B, T, V), weights (B, T, S))``."""
         self._check_tokens(tgt, "tgt", self.config.tgt_vocab_size)
-        state = self.init_decoder_state(memory, memory_mask)
+        state = self.start_decoding(memory, memory_mask)
         return self._decode_all(tgt, state, need_weights)
 
     def forward(self, src: Tensor, tgt: Tensor, need_weights: bool = False):
