@@ -16,6 +16,7 @@ import torch
 from minitransformer import MultiHeadAttention
 from minitransformer.exercises import (
     check_causal_mask,
+    check_feed_forward,
     check_greedy_step,
     check_label_smoothing_loss,
     check_layer_norm,
@@ -351,6 +352,35 @@ def test_layer_norm_hints(fn, fragment, capsys):
     assert_hint(check_layer_norm, fn, fragment, capsys)
 
 
+def ffn_ok(x, w1, b1, w2, b2):
+    return torch.relu(x @ w1.T + b1) @ w2.T + b2
+
+
+def test_feed_forward_accepts_right_answers(capsys):
+    assert_passes(check_feed_forward, ffn_ok, capsys)
+    assert_passes(check_feed_forward, lambda x, w1, b1, w2, b2: torch.nn.functional.linear(
+        torch.nn.functional.relu(torch.nn.functional.linear(x, w1, b1)), w2, b2), capsys)
+
+
+@pytest.mark.parametrize("fn, fragment", [
+    (lambda x, w1, b1, w2, b2: (x @ w1.T + b1) @ w2.T + b2, "no ReLU"),
+    (lambda x, w1, b1, w2, b2: torch.relu(torch.relu(x @ w1.T + b1) @ w2.T + b2),
+     "after the second layer"),
+    (lambda x, w1, b1, w2, b2: torch.relu(x @ w1 + b1) @ w2 + b2, "x @ w1.T"),
+    (lambda x, w1, b1, w2, b2: torch.relu(x @ w1.T) @ w2.T + b2, "a bias is missing"),
+    (lambda x, w1, b1, w2, b2: torch.nn.functional.gelu(x @ w1.T + b1) @ w2.T + b2, "GELU"),
+])
+def test_feed_forward_hints(fn, fragment, capsys):
+    assert_hint(check_feed_forward, fn, fragment, capsys)
+
+
+def test_feed_forward_not_implemented(capsys):
+    def fn(x, w1, b1, w2, b2):
+        raise NotImplementedError
+    ok, out = _run(check_feed_forward, fn, capsys)
+    assert not ok and "Not implemented" in out
+
+
 def test_layer_norm_hint_without_keepdim(capsys):
     def fn(x, weight, bias, eps=1e-5):
         mean = x.mean(-1)
@@ -591,6 +621,7 @@ def _mistake_lists():
     from minitransformer.exercises import (
         attention,
         decoding,
+        feedforward,
         heads,
         layernorm,
         loss,
@@ -605,6 +636,7 @@ def _mistake_lists():
         ("split", check_split_heads, heads._split_mistakes()),
         ("merge", check_merge_heads, heads._merge_mistakes()),
         ("layer_norm", check_layer_norm, layernorm._mistakes()),
+        ("feed_forward", check_feed_forward, feedforward._mistakes()),
         ("sinusoidal", check_sinusoidal_encoding, positional._mistakes()),
         ("label_smoothing", check_label_smoothing_loss, loss._mistakes()),
         ("greedy", check_greedy_step, decoding._mistakes()),

@@ -44,6 +44,9 @@ checker                                reader's function
 ``check_layer_norm``                   ``fn(x, weight, bias, eps=1e-5) -> y``; x ``(..., D)``,
                                        weight and bias ``(D,)``; biased variance over the last
                                        axis.
+``check_feed_forward``                 ``fn(x, w1, b1, w2, b2) -> y``; x ``(..., D)``, w1
+                                       ``(F, D)``, b1 ``(F,)``, w2 ``(D, F)``, b2 ``(D,)`` (as
+                                       ``nn.Linear`` stores them); relu(x w1ᵀ + b1) w2ᵀ + b2.
 ``check_sinusoidal_encoding``          ``fn(max_len, d_model) -> table`` ``(max_len, d_model)``;
                                        sin in even columns, cos in odd columns.
 ``check_label_smoothing_loss``         ``fn(logits, target, smoothing=0.1, pad_id=0) -> loss``;
@@ -63,6 +66,7 @@ recognises.
 
 from .attention import check_masked_softmax, check_scaled_dot_product_attention
 from .decoding import check_greedy_step
+from .feedforward import check_feed_forward
 from .heads import check_merge_heads, check_split_heads
 from .layernorm import check_layer_norm
 from .loss import check_label_smoothing_loss
@@ -77,6 +81,7 @@ __all__ = [
     "check_split_heads",
     "check_merge_heads",
     "check_layer_norm",
+    "check_feed_forward",
     "check_sinusoidal_encoding",
     "check_label_smoothing_loss",
     "check_greedy_step",
