@@ -201,3 +201,23 @@ def test_beam_search_decodes_rnn_models():
     assert decoding.beam_search(model, batch.src, beam_size=1, max_len=10) == greedy
     beams = decoding.beam_search(model, batch.src, beam_size=3, max_len=10)
     assert sum(b == src for b, (src, _) in zip(beams, examples[:8], strict=True)) >= 7
+
+
+def test_packaged_benchmark_results_have_what_chapter_1_reads():
+    import json
+    from importlib.resources import files
+
+    path = files("minitransformer").joinpath("results/rnn_history.json")
+    if not path.is_file():
+        pytest.skip("benchmarks/bench_rnn_history.py has not been run yet")
+    results = json.loads(path.read_text())
+    for key in ("what", "script", "date", "machine", "budget_minutes_per_model",
+                "contention_note", "reference_note", "models"):
+        assert key in results, key
+    assert results["models"], "no model results"
+    for name, r in results["models"].items():
+        assert name in ("simple", "context", "attention", "transformer")
+        for key in ("label", "parameters", "steps", "epochs", "tokens_per_second",
+                    "test_bleu", "reference_bleu_tutorial"):
+            assert key in r, (name, key)
+        assert 0.0 <= r["test_bleu"] <= 100.0
