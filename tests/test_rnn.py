@@ -221,3 +221,20 @@ def test_packaged_benchmark_results_have_what_chapter_1_reads():
                     "test_bleu", "reference_bleu_tutorial"):
             assert key in r, (name, key)
         assert 0.0 <= r["test_bleu"] <= 100.0
+
+
+@pytest.mark.parametrize("cls", MODELS)
+def test_shared_trainer_trains_rnn_models(cls):
+    from minitransformer.training import TrainConfig, evaluate_loss, fit
+
+    vocab = synthetic_vocab_size(6)
+    examples = make_synthetic("copy", 32, 3, 6, num_symbols=6, seed=0)
+    batches = [make_batch(examples[i : i + 8]) for i in range(0, 32, 8)]
+    torch.manual_seed(0)
+    model = cls(RNNConfig(vocab, vocab, emb_dim=16, hidden_dim=16, attn_dim=16, dropout=0.0))
+    before = evaluate_loss(model, batches)
+    config = TrainConfig(lr=1e-2, schedule="constant", warmup_steps=0, label_smoothing=0.0,
+                         epochs=3, seed=0, device="cpu")
+    history = fit(model, batches, config=config, progress=False)
+    assert len(history.train_loss) == 12
+    assert evaluate_loss(model, batches) < before
