@@ -292,7 +292,8 @@ class MultiHeadAttention(nn.Module):
         weight = torch.cat([self.w_k.weight, self.w_v.weight])
         bias = None if self.w_k.bias is None else torch.cat([self.w_k.bias, self.w_v.bias])
         k, v = F.linear(x, weight, bias).chunk(2, dim=-1)
-        return KVCache(self._split(k), self._split(v))
+        # contiguous (B, H, L, Dh) copies: attention over them at every step is faster
+        return KVCache(self._split(k).contiguous(), self._split(v).contiguous())
 
     def attend_cached(self, query: Tensor, cache: KVCache, mask: Tensor | None = None) -> Tensor:
         """Attend from ``query`` ``(B, Lq, D)`` to keys and values already in
