@@ -39,6 +39,8 @@ from .model import Transformer, TransformerConfig
 from .positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding, sinusoidal_table
 from .probe import record_attention
 from .relative import RelativeMultiHeadAttention, use_relative_positions
+from .rnn import AttentionSeq2Seq, ContextSeq2Seq, RNNConfig, SimpleSeq2Seq
+from .scoring import AdditiveAttention, DotProductAttention, GeneralAttention, masked_softmax
 from .segment import SegmentEmbedding
 
 __version__ = "0.1.0"
@@ -80,6 +82,14 @@ __all__ = [
     "ConvEncoder",
     "TransformerConfig",
     "Transformer",
+    "RNNConfig",
+    "SimpleSeq2Seq",
+    "ContextSeq2Seq",
+    "AttentionSeq2Seq",
+    "AdditiveAttention",
+    "DotProductAttention",
+    "GeneralAttention",
+    "masked_softmax",
     "record_attention",
     "RelativeMultiHeadAttention",
     "use_relative_positions",
