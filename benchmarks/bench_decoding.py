@@ -75,7 +75,7 @@ def get_model(args, train) -> tuple[Transformer, Vocab, Vocab, float]:
         examples = encode_pairs(train, src_vocab, tgt_vocab)
         batches = TokenBatcher(examples, max_tokens=2048, shuffle=True, seed=0)
         cfg = TrainConfig(
-            lr=1e-3, warmup_steps=400, epochs=None, max_minutes=args.train_minutes,
+            lr=1e-3, warmup_steps=200, epochs=None, max_minutes=args.train_minutes,
             device="cpu", amp="off",
         )
         fit(model, batches, config=cfg, progress=False)
