@@ -278,8 +278,14 @@ class MultiHeadAttention(nn.Module):
         else:
             dead = None
             if mask is not None:
-                dead = _fully_masked_rows(mask)
-                mask = _unblock_rows(mask, dead)
+                if mask.dtype == torch.bool and bool(mask.all()):
+                    mask = None  # nothing blocked (a batch without padding): faster kernel
+                else:
+                    dead = _fully_masked_rows(mask)
+                    if bool(dead.any()):
+                        mask = _unblock_rows(mask, dead)
+                    else:
+                        dead = None
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
             if dead is not None:
                 out = out.masked_fill(dead, 0.0)
