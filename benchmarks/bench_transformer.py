@@ -112,6 +112,8 @@ def main() -> None:
         order = list(models) if r % 2 == 0 else list(models)[::-1]
         for name in order:
             rates[name].append(tokens / train_steps(models[name], opts[name], batches))
+        print(f"round {r + 1}/{args.rounds}: " + ", ".join(
+            f"{k} {v[-1]:.0f} tokens/s" for k, v in rates.items()), flush=True)
     med = {k: statistics.median(v) for k, v in rates.items()}
     print(f"torch {torch.__version__}, {args.threads} threads, batch {args.batch}x{args.length}, "
           f"{args.rounds}x{args.steps} steps, parameters {n_params}")
