@@ -25,6 +25,7 @@ from .data import (
 )
 from .decoding import beam_search, corpus_bleu, greedy_decode, translate
 from .feedforward import PositionwiseFeedForward
+from .history import History
 from .interop import load_torch_attention, load_torch_decoder_layer, load_torch_encoder_layer
 from .layernorm import LayerNorm, layer_norm
 from .layers import Decoder, DecoderLayer, Encoder, EncoderLayer
@@ -42,6 +43,7 @@ from .relative import RelativeMultiHeadAttention, use_relative_positions
 from .rnn import AttentionSeq2Seq, ContextSeq2Seq, RNNConfig, SimpleSeq2Seq
 from .scoring import AdditiveAttention, DotProductAttention, GeneralAttention, masked_softmax
 from .segment import SegmentEmbedding
+from .training import TrainConfig, evaluate_loss, fit, label_smoothed_cross_entropy, pick_device
 
 __version__ = "0.1.0"
 
@@ -82,6 +84,12 @@ __all__ = [
     "ConvEncoder",
     "TransformerConfig",
     "Transformer",
+    "TrainConfig",
+    "fit",
+    "evaluate_loss",
+    "label_smoothed_cross_entropy",
+    "pick_device",
+    "History",
     "RNNConfig",
     "SimpleSeq2Seq",
     "ContextSeq2Seq",
