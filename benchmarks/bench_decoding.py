@@ -20,6 +20,7 @@ weights can be kept (``--model-cache``) to time again without retraining.
     MINITRANSFORMER_DATA=../shared/data python benchmarks/bench_decoding.py
     python benchmarks/bench_decoding.py --train-minutes 0           # random model
     python benchmarks/bench_decoding.py --model-cache /tmp/dec.pt   # reuse weights
+    python benchmarks/bench_decoding.py --checkpoint runs/de-en     # a model trained by the CLI
 
 Prints wall and CPU seconds, sentences/s and mean output length (words) for
 each, checks that cached and uncached greedy give the same translations, and
@@ -57,15 +58,29 @@ def chapter_model(src_vocab: int, tgt_vocab: int) -> Transformer:
     return Transformer(cfg)
 
 
-def get_model(args, train) -> tuple[Transformer, Vocab, Vocab, float]:
-    """The model and its vocabularies: from ``--model-cache`` if it exists,
-    else built (and trained for ``--train-minutes``)."""
+def get_model(args, train) -> tuple[Transformer, Vocab, Vocab, str]:
+    """The model and its vocabularies: from ``--checkpoint`` (a checkpoint of
+    ``fit`` or ``python -m minitransformer train``), from ``--model-cache`` if
+    it exists, else built (and trained for ``--train-minutes``)."""
+    if args.checkpoint:
+        from pathlib import Path
+
+        from minitransformer.checkpoint import build_model, load_checkpoint
+
+        path = Path(args.checkpoint)
+        if path.is_dir():
+            path = next(path / n for n in ("best.pt", "last.pt") if (path / n).is_file())
+        ckpt = load_checkpoint(path)
+        vocabs = ckpt["vocabs"]
+        steps = ckpt["train_state"]["step"]
+        return (build_model(ckpt), Vocab.from_dict(vocabs["src"]),
+                Vocab.from_dict(vocabs["tgt"]), f"{steps} steps ({path})")
     if args.model_cache and os.path.exists(args.model_cache):
         saved = torch.load(args.model_cache, weights_only=True)
         src_vocab, tgt_vocab = Vocab.from_dict(saved["src"]), Vocab.from_dict(saved["tgt"])
         model = chapter_model(len(src_vocab), len(tgt_vocab))
         model.load_state_dict(saved["model"])
-        return model, src_vocab, tgt_vocab, saved["minutes"]
+        return model, src_vocab, tgt_vocab, f"{saved['minutes']:g} min"
     src_vocab, tgt_vocab = build_vocabs(train, min_freq=2)
     torch.manual_seed(0)
     model = chapter_model(len(src_vocab), len(tgt_vocab))
@@ -85,7 +100,7 @@ def get_model(args, train) -> tuple[Transformer, Vocab, Vocab, float]:
              "minutes": args.train_minutes},
             args.model_cache,
         )
-    return model, src_vocab, tgt_vocab, args.train_minutes
+    return model, src_vocab, tgt_vocab, f"{args.train_minutes:g} min"
 
 
 def matmul_speed() -> tuple[float, float]:
@@ -116,6 +131,9 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--train-minutes", type=float, default=3.0,
                    help="train the model this long first (0 = random weights)")
+    p.add_argument("--checkpoint", default=None,
+                   help="decode with this trained model (a checkpoint file or a `train --out` "
+                   "folder) instead of training one")
     p.add_argument("--model-cache", default=None,
                    help="load the model from this file if it exists, else save it there")
     p.add_argument("--batch-size", type=int, default=128, help="sentences decoded together")
@@ -134,7 +152,7 @@ def main() -> None:
     references = [t for _, t in test]
     print(f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} threads, "
           f"torch {torch.__version__}; vocabularies {len(src_vocab)} / {len(tgt_vocab)}; "
-          f"model trained {minutes:g} min; {len(sources)} sentences, "
+          f"model trained {minutes}; {len(sources)} sentences, "
           f"batches of {args.batch_size}", flush=True)
 
     def run(beam: int, cache: bool):

@@ -2,7 +2,7 @@
 driven by the same training loop, timed side by side.
 
 The chapter's CPU configuration: d_model 256, 8 heads, 3+3 layers, d_ff 512,
-pre-LN, dropout 0.1, token-budget batches of 2,048 padded source + target
+pre-LN, no dropout (``--dropout``), token-budget batches of 2,048 padded source + target
 tokens, Adam(0.9, 0.98, 1e-9) with the warm-up schedule, label smoothing 0.1,
 gradient clipping. Both models get the same embeddings (·√D), sinusoidal
 positions and output projection; the nn.Transformer baseline is given every
@@ -33,6 +33,7 @@ import torch
 from torch import Tensor, nn
 
 from minitransformer import SinusoidalPositionalEncoding, Transformer, TransformerConfig
+from minitransformer.cli import CPU_DEFAULTS
 from minitransformer.data import TokenBatcher, build_vocabs, encode_pairs, load_multi30k
 from minitransformer.training import (
     TrainConfig,
@@ -81,6 +82,8 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=8, help="alternations of the two models")
     p.add_argument("--steps", type=int, default=8, help="training steps per model per round")
     p.add_argument("--max-tokens", type=int, default=2048)
+    p.add_argument("--dropout", type=float, default=CPU_DEFAULTS["dropout"],
+                   help="dropout of both models (default: the chapter's)")
     p.add_argument("--amp", choices=["off", "bf16"], default="off")
     p.add_argument("--threads", type=int, default=torch.get_num_threads())
     p.add_argument("--profile", action="store_true", help="profile 5 steps of each model")
@@ -97,7 +100,7 @@ def main() -> None:
     batches = batches[: args.steps + 2]  # the same (random) batches for both models
     config = TransformerConfig(
         len(src_vocab), len(tgt_vocab), d_model=256, num_heads=8, num_encoder_layers=3,
-        num_decoder_layers=3, d_ff=512, dropout=0.1, norm_first=True, max_len=256,
+        num_decoder_layers=3, d_ff=512, dropout=args.dropout, norm_first=True, max_len=256,
     )
     torch.manual_seed(0)
     device = torch.device("cpu")
@@ -144,7 +147,8 @@ def main() -> None:
               flush=True)
     n_params = {k: sum(q.numel() for q in m.parameters()) for k, m in models.items()}
     print(f"\ntorch {torch.__version__}, {args.threads} threads, amp {args.amp}, "
-          f"{args.rounds} rounds x {args.steps} steps of {args.max_tokens}-token batches, "
+          f"dropout {args.dropout}, {args.rounds} rounds x {args.steps} steps of "
+          f"{args.max_tokens}-token batches, "
           f"parameters {n_params}")
     med = {k: statistics.median(v) for k, v in rates.items()}
     for name, rate in med.items():

@@ -16,7 +16,10 @@ import torch
 import torch.distributed as dist
 from torch import Tensor, nn
 
-__all__ = ["is_on", "rank_and_world", "device_for_rank", "wrap", "all_reduce_sum", "barrier"]
+__all__ = [
+    "is_on", "rank_and_world", "device_for_rank", "wrap",
+    "all_reduce_sum", "all_reduce_max", "barrier",
+]
 
 
 def _env_world() -> int:
@@ -62,6 +65,13 @@ def all_reduce_sum(t: Tensor) -> Tensor:
     """Sum ``t`` over all processes in place (and return it); no-op in one process."""
     if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
         dist.all_reduce(t, op=dist.ReduceOp.SUM)
+    return t
+
+
+def all_reduce_max(t: Tensor) -> Tensor:
+    """Largest ``t`` over all processes, in place (and returned); no-op in one process."""
+    if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
     return t
 
 

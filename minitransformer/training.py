@@ -50,7 +50,9 @@ class TrainConfig:
     """Settings of :func:`fit` (defaults: the paper's optimiser, a small warm-up)."""
 
     lr: float = 1e-3  # peak learning rate (after warm-up)
-    schedule: str = "noam"  # "noam" (warm-up then 1/√step) or "constant" (warm-up then flat)
+    # "noam" (warm-up then 1/√step), "constant" (warm-up then flat) or "linear"
+    # (warm-up then a straight line to 0 at the end of the budget; see schedule.py)
+    schedule: str = "noam"
     warmup_steps: int = 1000  # the paper: 4000 (with 25,000-token batches)
     betas: tuple[float, float] = (0.9, 0.98)
     eps: float = 1e-9
@@ -222,14 +224,39 @@ class _State:
     best_valid: float = math.inf
 
 
-def _stop_reason(cfg: TrainConfig, state: _State, start: float) -> str | None:
+def _elapsed(start: float, device: torch.device) -> float:
+    """Seconds since ``start``; under DDP the largest over all processes, so
+    that every process takes the same time-based decisions (learning rate,
+    when to stop) and none waits forever for the others."""
+    seconds = time.perf_counter() - start
+    if dist_utils.is_on():
+        t = torch.tensor([seconds], dtype=torch.float64, device=device)
+        seconds = float(dist_utils.all_reduce_max(t).item())
+    return seconds
+
+
+def _stop_reason(cfg: TrainConfig, state: _State, elapsed: float) -> str | None:
     if cfg.max_steps is not None and state.step >= cfg.max_steps:
         return "max_steps"
     if cfg.epochs is not None and state.epoch >= cfg.epochs:
         return "epochs"
-    if cfg.max_minutes is not None and time.perf_counter() - start >= 60 * cfg.max_minutes:
+    if cfg.max_minutes is not None and elapsed >= 60 * cfg.max_minutes:
         return "max_minutes"
     return None
+
+
+def _budget_spent(cfg: TrainConfig, state: _State, elapsed: float, per_epoch: float) -> float:
+    """Fraction of the training budget already used, in [0, 1]: the largest of
+    steps / max_steps, epochs / epochs and minutes / max_minutes (an epoch
+    budget counts only when the number of batches per epoch is known)."""
+    spent = 0.0
+    if cfg.max_steps is not None:
+        spent = max(spent, state.step / cfg.max_steps)
+    if cfg.epochs is not None and per_epoch != math.inf:
+        spent = max(spent, (state.epoch + state.batch_in_epoch / per_epoch) / cfg.epochs)
+    if cfg.max_minutes is not None:
+        spent = max(spent, elapsed / (60 * cfg.max_minutes))
+    return min(1.0, spent)
 
 
 def fit(
@@ -316,7 +343,8 @@ def fit(
     bar = _progress_bar(cfg, n_or_inf, state.step, enabled=progress and rank == 0)
     inner.train()
     train_seconds = 0.0
-    reason = _stop_reason(cfg, state, start)
+    elapsed = _elapsed(start, device)  # one clock reading per step, shared by all processes
+    reason = _stop_reason(cfg, state, elapsed)
     while reason is None:
         if hasattr(train_batches, "set_epoch"):
             train_batches.set_epoch(state.epoch)
@@ -329,8 +357,9 @@ def fit(
                 continue
             mine, group = group[rank], []
             t0 = time.perf_counter()
+            spent = _budget_spent(cfg, state, elapsed, n_or_inf)
             loss, tokens = _train_step(
-                train_model, optimizer, mine, cfg, state.step + 1, pad, device, cast
+                train_model, optimizer, mine, cfg, state.step + 1, pad, device, cast, spent
             )
             state.step += 1
             state.batch_in_epoch += 1
@@ -341,7 +370,8 @@ def fit(
                 _update_bar(bar, history, cfg, start)
             if cfg.eval_every and state.step % cfg.eval_every == 0:
                 validate()
-            reason = _stop_reason(cfg, state, start)
+            elapsed = _elapsed(start, device)
+            reason = _stop_reason(cfg, state, elapsed)
             if reason is not None:
                 break
         else:
@@ -349,7 +379,8 @@ def fit(
             state.batch_in_epoch = 0
             if not cfg.eval_every:
                 validate()
-            reason = _stop_reason(cfg, state, start)
+            elapsed = _elapsed(start, device)
+            reason = _stop_reason(cfg, state, elapsed)
             continue
     if validated_at[0] != state.step:
         validate()
@@ -360,11 +391,16 @@ def fit(
     return history
 
 
-def _train_step(model, optimizer, batch, cfg, step, pad, device, cast) -> tuple[Tensor, int]:
-    """One optimiser step; returns (detached loss, source + target tokens of this batch)."""
+def _train_step(
+    model, optimizer, batch, cfg, step, pad, device, cast, spent=0.0
+) -> tuple[Tensor, int]:
+    """One optimiser step; returns (detached loss, source + target tokens of this batch).
+
+    ``spent`` is the fraction of the budget used before this step (for the
+    ``"linear"`` schedule)."""
     src, tgt_in, tgt_out = _parts(batch)
     src, tgt_in, tgt_out = (t.to(device, non_blocking=True) for t in (src, tgt_in, tgt_out))
-    lr = learning_rate(step, cfg.lr, cfg.schedule, cfg.warmup_steps)
+    lr = learning_rate(step, cfg.lr, cfg.schedule, cfg.warmup_steps, spent)
     for group in optimizer.param_groups:
         group["lr"] = lr
     with cast():

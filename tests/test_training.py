@@ -104,7 +104,44 @@ def test_constant_schedule_warms_up_then_stays():
     with pytest.raises(ValueError, match="schedule"):
         learning_rate(1, 1e-3, "cosine")
     with pytest.raises(ValueError, match="schedule"):
-        TrainConfig(schedule="linear")
+        TrainConfig(schedule="cosine")
+
+
+def test_linear_schedule_warms_up_then_falls_to_zero_at_the_end_of_the_budget():
+    assert learning_rate(5, 1e-3, "linear", 10, progress=0.01) == pytest.approx(5e-4)
+    assert learning_rate(50, 1e-3, "linear", 10, progress=0.25) == pytest.approx(7.5e-4)
+    assert learning_rate(50, 1e-3, "linear", 10, progress=0.5) == pytest.approx(5e-4)
+    assert learning_rate(99, 1e-3, "linear", 10, progress=1.0) == 0.0
+    assert learning_rate(1, 1e-3, "linear", 0, progress=0.0) == 1e-3
+    for bad in (None, -0.1, 1.5, float("nan")):
+        with pytest.raises(ValueError, match="progress"):
+            learning_rate(3, 1e-3, "linear", 10, progress=bad)
+
+
+def test_fit_tells_the_linear_schedule_how_much_of_the_budget_is_spent(monkeypatch):
+    import minitransformer.training as training
+
+    seen = []
+
+    def spy(step, lr, schedule, warmup_steps, progress=None):
+        seen.append((step, progress))
+        return learning_rate(step, lr, schedule, warmup_steps, progress)
+
+    monkeypatch.setattr(training, "learning_rate", spy)
+    config = quick(lr=1e-3, schedule="linear", warmup_steps=0, max_steps=4)
+    fit(tiny_model(), batcher(), config=config, progress=False)
+    assert seen == [(1, 0.0), (2, 0.25), (3, 0.5), (4, 0.75)]
+
+
+def test_budget_spent_is_the_largest_fraction_of_any_budget():
+    from minitransformer.training import _budget_spent, _State
+
+    cfg = quick(max_steps=100, epochs=2, max_minutes=10)
+    state = _State(step=10, epoch=1, batch_in_epoch=5)
+    assert _budget_spent(cfg, state, 0.0, per_epoch=10) == pytest.approx(0.75)  # 1.5 of 2 epochs
+    assert _budget_spent(cfg, state, 540.0, per_epoch=10) == pytest.approx(0.9)  # 9 of 10 min
+    assert _budget_spent(cfg, state, 0.0, per_epoch=math.inf) == pytest.approx(0.1)  # 10 steps
+    assert _budget_spent(cfg, state, 6000.0, per_epoch=10) == 1.0
 
 
 def test_fit_uses_the_schedule():

@@ -82,3 +82,53 @@ def test_two_processes_match_one_process_on_the_same_global_batch(tmp_path):
     assert two["valid"] == pytest.approx(one["valid"], rel=1e-4)
     changed = any((p != 0).any() for p in one["state"].values())
     assert changed
+
+
+TIME_SCRIPT = textwrap.dedent(
+    """
+    import sys, time
+    import torch
+    import torch.distributed as dist
+    from minitransformer import Transformer, TransformerConfig
+    from minitransformer.data import make_batch, make_synthetic
+    from minitransformer.training import TrainConfig, fit
+
+    torch.set_num_threads(1)
+    out = sys.argv[1]
+    examples = make_synthetic("reverse", 48, 2, 9, num_symbols=10, seed=3)
+    batches = [make_batch(examples[i:i + 6]) for i in range(0, 48, 6)]
+    torch.manual_seed(0)
+    model = Transformer(TransformerConfig(14, 14, d_model=32, num_heads=2, num_encoder_layers=1,
+                                          num_decoder_layers=1, d_ff=64, dropout=0.0))
+    config = TrainConfig(lr=3e-3, schedule="linear", warmup_steps=2, epochs=None,
+                         max_minutes=0.1, device="cpu", amp="off")
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    if rank == 1:
+        time.sleep(1.0)  # this process's clock starts a second later
+    history = fit(model, batches, config=config, progress=False)
+    torch.save({"state": model.state_dict(), "steps": history.step[-1]}, f"{out}.{rank}")
+    dist.destroy_process_group()
+    """
+)
+
+
+@pytest.mark.slow
+def test_a_time_budget_stops_every_process_at_the_same_step(tmp_path):
+    """Each process reads its own clock; fit must share one reading (the
+    largest) so that all take the same learning rate and stop together:
+    otherwise one would wait forever in an all-reduce the others never join."""
+    script = tmp_path / "train_time.py"
+    script.write_text(TIME_SCRIPT)
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes=1", "--nproc_per_node=2",
+           "--master_addr=127.0.0.1", f"--master_port={_free_port()}",
+           str(script), str(tmp_path / "out.pt")]
+    # Without the shared clock this hangs (measured): the timeout turns that into a failure.
+    done = subprocess.run(cmd, env=env, timeout=120, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    a = torch.load(tmp_path / "out.pt.0", weights_only=True)
+    b = torch.load(tmp_path / "out.pt.1", weights_only=True)
+    assert a["steps"] == b["steps"] > 1
+    for name, p in a["state"].items():  # same learning rate at every step: same weights
+        torch.testing.assert_close(b["state"][name], p, rtol=0, atol=0, msg=name)
