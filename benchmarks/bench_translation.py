@@ -17,6 +17,7 @@ machine's load affects both alike.
     python benchmarks/bench_translation.py --amp bf16             # bf16 autocast
     python benchmarks/bench_translation.py --profile              # where the time goes
     python benchmarks/bench_translation.py --compare-amp          # ours: fp32 vs bf16
+    python benchmarks/bench_translation.py --quality 10           # nn.Transformer's BLEU
 
 Prints source + target tokens (non-pad) per second of each model and the ratio.
 """
@@ -35,11 +36,14 @@ from torch import Tensor, nn
 from minitransformer import SinusoidalPositionalEncoding, Transformer, TransformerConfig
 from minitransformer.cli import CPU_DEFAULTS
 from minitransformer.data import TokenBatcher, build_vocabs, encode_pairs, load_multi30k
+from minitransformer.decoding import corpus_bleu, translate
+from minitransformer.interop import load_torch_decoder_layer, load_torch_encoder_layer
 from minitransformer.training import (
     TrainConfig,
     _autocast,
     _train_step,
     evaluate_loss,
+    fit,
     make_optimizer,
 )
 
@@ -77,6 +81,61 @@ class TorchSeq2Seq(nn.Module):
         return self.generator(h)  # (B, T, V)
 
 
+@torch.no_grad()
+def to_minitransformer(theirs: TorchSeq2Seq) -> Transformer:
+    """Our ``Transformer`` holding the weights of ``theirs`` (the same function;
+    the layers are copied with :mod:`minitransformer.interop`), in eval mode,
+    so that a trained ``nn.Transformer`` can use the package's cached decoding."""
+    c = theirs.config
+    if not c.norm_first:
+        raise ValueError("to_minitransformer: only pre-LN (nn.Transformer adds final norms)")
+    ours = Transformer(c)
+    ours.src_embed.load_state_dict(theirs.src_embed.state_dict())
+    ours.tgt_embed.load_state_dict(theirs.tgt_embed.state_dict())
+    ours.generator.load_state_dict(theirs.generator.state_dict())
+    for mine, other in zip(ours.encoder.layers, theirs.transformer.encoder.layers, strict=True):
+        load_torch_encoder_layer(mine, other)
+    for mine, other in zip(ours.decoder.layers, theirs.transformer.decoder.layers, strict=True):
+        load_torch_decoder_layer(mine, other)
+    ours.encoder.norm.load_state_dict(theirs.transformer.encoder.norm.state_dict())
+    ours.decoder.norm.load_state_dict(theirs.transformer.decoder.norm.state_dict())
+    return ours.eval()
+
+
+def quality(minutes: float, config: TransformerConfig, examples, src_vocab, tgt_vocab,
+            max_tokens: int) -> None:
+    """Train the ``nn.Transformer`` baseline alone with ``fit`` for ``minutes``,
+    with the command line's defaults (what ``python -m minitransformer train``
+    does with our model), then translate test_2016_flickr greedily and with
+    beam 4 through the package's decoder (weights copied) and print BLEU."""
+    d = CPU_DEFAULTS
+    valid_pairs = load_multi30k("val")
+    valid = list(TokenBatcher(encode_pairs(valid_pairs, src_vocab, tgt_vocab), max_tokens,
+                              shuffle=False))
+    torch.manual_seed(0)
+    theirs = TorchSeq2Seq(config)
+    cfg = TrainConfig(lr=d["lr"], schedule=d["schedule"], warmup_steps=d["warmup"],
+                      label_smoothing=d["label_smoothing"], epochs=None, max_minutes=minutes,
+                      seed=0, device="cpu", amp="off", pad_id=config.pad_id)
+    batches = TokenBatcher(examples, max_tokens, shuffle=True, seed=0)
+    history = fit(theirs, batches, valid, cfg)
+    ours = to_minitransformer(theirs.eval())
+    src, tgt_in = valid[0].src, valid[0].tgt_in
+    with torch.no_grad():  # the copy computes the same function
+        torch.testing.assert_close(ours(src, tgt_in), theirs(src, tgt_in), rtol=1e-4, atol=1e-4)
+    test = load_multi30k("test_2016_flickr")
+    sources, refs = [s for s, _ in test], [t for _, t in test]
+    steps = history.step[-1]
+    print(f"torch.nn.Transformer, {minutes:g} min with fit: {steps} steps "
+          f"({steps / len(batches):.2f} epochs), {history.tokens_per_second:,.0f} tokens/s, "
+          f"validation cross-entropy {history.valid_loss[-1]:.3f}")
+    for beam in (1, 4):
+        hyps = translate(ours, sources, src_vocab, tgt_vocab, beam_size=beam)
+        bleu = corpus_bleu(hyps, refs)
+        print(f"  test_2016_flickr, {'greedy' if beam == 1 else 'beam 4'}: BLEU {bleu.score:.2f}"
+              f" ({bleu.signature})", flush=True)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rounds", type=int, default=8, help="alternations of the two models")
@@ -90,6 +149,9 @@ def main() -> None:
     p.add_argument("--compare-amp", action="store_true",
                    help="instead: our model in fp32 against the same model under bf16 autocast, "
                    "then both models' validation loss")
+    p.add_argument("--quality", type=float, default=None, metavar="MINUTES",
+                   help="instead: train the nn.Transformer baseline alone for MINUTES with the "
+                   "command line's defaults, then report its test BLEU")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
 
@@ -102,6 +164,9 @@ def main() -> None:
         len(src_vocab), len(tgt_vocab), d_model=256, num_heads=8, num_encoder_layers=3,
         num_decoder_layers=3, d_ff=512, dropout=args.dropout, norm_first=True, max_len=256,
     )
+    if args.quality is not None:
+        quality(args.quality, config, examples, src_vocab, tgt_vocab, args.max_tokens)
+        return
     torch.manual_seed(0)
     device = torch.device("cpu")
     if args.compare_amp:
