@@ -70,6 +70,36 @@ def test_defaults_are_the_chapter_cpu_configuration():
         256, 8, 3, 3, 512)
     assert not args.post_ln and args.max_tokens == 2048 and args.schedule == "noam"
     assert args.minutes == 10.0 and args.dataset == "multi30k"
+    assert args.tie_output is CPU_DEFAULTS["tie_output"] is False
+    assert build_parser().parse_args(["train", "--out", "x", "--tie-output"]).tie_output
+    assert build_parser().parse_args(["train", "--out", "x", "--schedule", "linear"]).schedule
+
+
+def test_chapter_10_trains_with_the_command_lines_defaults():
+    """The chapter and `python -m minitransformer train` must not drift apart:
+    the benchmarks measure the one and the book shows the other."""
+    import json
+    import re
+    from pathlib import Path
+
+    nb = Path(__file__).resolve().parents[1] / "notebooks" / "10_translation_end_to_end.ipynb"
+    cells = ["".join(c["source"]) for c in json.loads(nb.read_text())["cells"]
+             if c["cell_type"] == "code"]
+    code = "\n".join(c for c in cells if "TransformerConfig(" in c or "TrainConfig(" in c)
+
+    def value(name: str) -> float:
+        found = re.findall(rf"\b{name}=([0-9.e-]+)", code)
+        assert found, f"chapter 10 sets no {name}="
+        return float(found[0])
+
+    d = CPU_DEFAULTS
+    assert value("d_model") == d["d_model"] and value("num_heads") == d["heads"]
+    assert value("num_encoder_layers") == d["encoder_layers"]
+    assert value("num_decoder_layers") == d["decoder_layers"]
+    assert value("d_ff") == d["d_ff"] and value("dropout") == d["dropout"]
+    assert value("lr") == d["lr"] and value("warmup_steps") == d["warmup"]
+    assert value("label_smoothing") == d["label_smoothing"]
+    assert f'schedule="{d["schedule"]}"' in code
 
 
 @pytest.mark.parametrize("command", ["train", "translate", "evaluate"])
