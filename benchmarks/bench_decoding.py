@@ -35,10 +35,13 @@ import argparse
 import os
 import platform
 import time
+from pathlib import Path
 
 import torch
 
-from minitransformer import Transformer, TransformerConfig
+from minitransformer import Transformer
+from minitransformer.checkpoint import build_model, load_checkpoint
+from minitransformer.cli import _checkpoint_file, cpu_model_config, cpu_train_config
 from minitransformer.data import (
     TokenBatcher,
     Vocab,
@@ -51,11 +54,7 @@ from minitransformer.decoding import corpus_bleu, translate
 
 
 def chapter_model(src_vocab: int, tgt_vocab: int) -> Transformer:
-    cfg = TransformerConfig(
-        src_vocab, tgt_vocab, d_model=256, num_heads=8, num_encoder_layers=3,
-        num_decoder_layers=3, d_ff=512, dropout=0.1, max_len=256, norm_first=True,
-    )
-    return Transformer(cfg)
+    return Transformer(cpu_model_config(src_vocab, tgt_vocab))
 
 
 def get_model(args, train) -> tuple[Transformer, Vocab, Vocab, str]:
@@ -63,13 +62,7 @@ def get_model(args, train) -> tuple[Transformer, Vocab, Vocab, str]:
     ``fit`` or ``python -m minitransformer train``), from ``--model-cache`` if
     it exists, else built (and trained for ``--train-minutes``)."""
     if args.checkpoint:
-        from pathlib import Path
-
-        from minitransformer.checkpoint import build_model, load_checkpoint
-
-        path = Path(args.checkpoint)
-        if path.is_dir():
-            path = next(path / n for n in ("best.pt", "last.pt") if (path / n).is_file())
+        path = _checkpoint_file(Path(args.checkpoint))  # the command line's rule: best.pt first
         ckpt = load_checkpoint(path)
         vocabs = ckpt["vocabs"]
         steps = ckpt["train_state"]["step"]
@@ -85,14 +78,12 @@ def get_model(args, train) -> tuple[Transformer, Vocab, Vocab, str]:
     torch.manual_seed(0)
     model = chapter_model(len(src_vocab), len(tgt_vocab))
     if args.train_minutes > 0:
-        from minitransformer.training import TrainConfig, fit
+        from minitransformer.training import fit
 
         examples = encode_pairs(train, src_vocab, tgt_vocab)
         batches = TokenBatcher(examples, max_tokens=2048, shuffle=True, seed=0)
-        cfg = TrainConfig(
-            lr=1e-3, warmup_steps=200, epochs=None, max_minutes=args.train_minutes,
-            device="cpu", amp="off",
-        )
+        cfg = cpu_train_config(epochs=None, max_minutes=args.train_minutes, device="cpu",
+                               amp="off")
         fit(model, batches, config=cfg, progress=False)
     if args.model_cache:
         torch.save(

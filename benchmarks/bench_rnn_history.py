@@ -31,10 +31,10 @@ from pathlib import Path
 
 import torch
 
-from minitransformer.cli import CPU_DEFAULTS
+from minitransformer.cli import CPU_DEFAULTS, cpu_model_config, cpu_train_config
 from minitransformer.data import TokenBatcher, build_vocabs, encode_pairs, load_multi30k
 from minitransformer.decoding import corpus_bleu, translate
-from minitransformer.model import Transformer, TransformerConfig
+from minitransformer.model import Transformer
 from minitransformer.rnn import RNN_MODELS, RNNConfig
 from minitransformer.training import TrainConfig, fit
 
@@ -63,13 +63,7 @@ def build_model(name: str, src_size: int, tgt_size: int, args) -> torch.nn.Modul
     """One of the four models, at the sizes used for this benchmark."""
     if name == "transformer":
         # The chapter-10 CPU configuration (minitransformer.cli.CPU_DEFAULTS), pre-LN.
-        d = CPU_DEFAULTS
-        return Transformer(TransformerConfig(
-            src_vocab_size=src_size, tgt_vocab_size=tgt_size, d_model=d["d_model"],
-            num_heads=d["heads"], num_encoder_layers=d["encoder_layers"],
-            num_decoder_layers=d["decoder_layers"], d_ff=d["d_ff"], dropout=d["dropout"],
-            max_len=256, norm_first=True, tie_output=d["tie_output"],
-        ))
+        return Transformer(cpu_model_config(src_size, tgt_size))
     config = RNNConfig(src_size, tgt_size, emb_dim=args.rnn_emb, hidden_dim=args.rnn_hidden,
                        attn_dim=args.rnn_hidden, dropout=args.rnn_dropout)
     return RNN_MODELS[name](config)
@@ -77,10 +71,8 @@ def build_model(name: str, src_size: int, tgt_size: int, args) -> torch.nn.Modul
 
 def train_config(name: str, minutes: float) -> TrainConfig:
     if name == "transformer":  # as in chapter 10 and the command line's defaults
-        d = CPU_DEFAULTS
-        return TrainConfig(lr=d["lr"], schedule=d["schedule"], warmup_steps=d["warmup"],
-                           label_smoothing=d["label_smoothing"], epochs=None,
-                           max_minutes=minutes, seed=0, device="cpu", amp="off")
+        return cpu_train_config(epochs=None, max_minutes=minutes, seed=0, device="cpu",
+                                amp="off")
     # GRUs: Adam at a constant 1e-3 after a short warm-up (what RNN tutorials use).
     return TrainConfig(lr=1e-3, schedule="constant", warmup_steps=100, label_smoothing=0.1,
                        epochs=None, max_minutes=minutes, seed=0, device="cpu", amp="off")

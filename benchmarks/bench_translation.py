@@ -34,12 +34,11 @@ import torch
 from torch import Tensor, nn
 
 from minitransformer import SinusoidalPositionalEncoding, Transformer, TransformerConfig
-from minitransformer.cli import CPU_DEFAULTS
+from minitransformer.cli import CPU_DEFAULTS, cpu_model_config, cpu_train_config
 from minitransformer.data import TokenBatcher, build_vocabs, encode_pairs, load_multi30k
 from minitransformer.decoding import corpus_bleu, translate
 from minitransformer.interop import load_torch_decoder_layer, load_torch_encoder_layer
 from minitransformer.training import (
-    TrainConfig,
     _autocast,
     _train_step,
     evaluate_loss,
@@ -108,15 +107,13 @@ def quality(minutes: float, config: TransformerConfig, examples, src_vocab, tgt_
     with the command line's defaults (what ``python -m minitransformer train``
     does with our model), then translate test_2016_flickr greedily and with
     beam 4 through the package's decoder (weights copied) and print BLEU."""
-    d = CPU_DEFAULTS
     valid_pairs = load_multi30k("val")
     valid = list(TokenBatcher(encode_pairs(valid_pairs, src_vocab, tgt_vocab), max_tokens,
                               shuffle=False))
     torch.manual_seed(0)
     theirs = TorchSeq2Seq(config)
-    cfg = TrainConfig(lr=d["lr"], schedule=d["schedule"], warmup_steps=d["warmup"],
-                      label_smoothing=d["label_smoothing"], epochs=None, max_minutes=minutes,
-                      seed=0, device="cpu", amp="off", pad_id=config.pad_id)
+    cfg = cpu_train_config(epochs=None, max_minutes=minutes, seed=0, device="cpu", amp="off",
+                           pad_id=config.pad_id)
     batches = TokenBatcher(examples, max_tokens, shuffle=True, seed=0)
     history = fit(theirs, batches, valid, cfg)
     ours = to_minitransformer(theirs.eval())
@@ -160,10 +157,7 @@ def main() -> None:
     examples = encode_pairs(pairs, src_vocab, tgt_vocab, max_len=100)
     batches = list(TokenBatcher(examples, args.max_tokens, shuffle=True, seed=0))
     batches = batches[: args.steps + 2]  # the same (random) batches for both models
-    config = TransformerConfig(
-        len(src_vocab), len(tgt_vocab), d_model=256, num_heads=8, num_encoder_layers=3,
-        num_decoder_layers=3, d_ff=512, dropout=args.dropout, norm_first=True, max_len=256,
-    )
+    config = cpu_model_config(len(src_vocab), len(tgt_vocab), dropout=args.dropout)
     if args.quality is not None:
         quality(args.quality, config, examples, src_vocab, tgt_vocab, args.max_tokens)
         return
@@ -177,7 +171,7 @@ def main() -> None:
         models = {"minitransformer": Transformer(config),
                   "torch.nn.Transformer": TorchSeq2Seq(config)}
         casts = dict.fromkeys(models, _autocast(device, args.amp))
-    train_cfg = TrainConfig(lr=1e-3, warmup_steps=400, amp=args.amp, device="cpu")
+    train_cfg = cpu_train_config(amp=args.amp, device="cpu")
     opts = {k: make_optimizer(m, train_cfg) for k, m in models.items()}
     steps = dict.fromkeys(models, 0)
 

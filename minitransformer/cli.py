@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["main", "build_parser", "CPU_DEFAULTS"]
+__all__ = ["main", "build_parser", "CPU_DEFAULTS", "cpu_model_config", "cpu_train_config"]
 
 #: The chapter's CPU configuration (defaults of ``train``), chosen for a
 #: budget of minutes: no dropout (under three epochs nothing overfits, and
@@ -53,6 +53,34 @@ CPU_DEFAULTS: dict[str, Any] = {
     "label_smoothing": 0.1,
     "min_freq": 2,
 }
+
+
+
+def cpu_model_config(src_vocab_size: int, tgt_vocab_size: int, **overrides: Any):
+    """The :class:`~minitransformer.TransformerConfig` of ``CPU_DEFAULTS`` (pre-LN,
+    ``max_len`` 256) for these vocabulary sizes; keyword arguments override fields."""
+    from .model import TransformerConfig
+
+    d = CPU_DEFAULTS
+    fields = dict(
+        d_model=d["d_model"], num_heads=d["heads"], num_encoder_layers=d["encoder_layers"],
+        num_decoder_layers=d["decoder_layers"], d_ff=d["d_ff"], dropout=d["dropout"],
+        tie_output=d["tie_output"], norm_first=True, max_len=256,
+    )
+    return TransformerConfig(src_vocab_size, tgt_vocab_size, **{**fields, **overrides})
+
+
+def cpu_train_config(**overrides: Any):
+    """The :class:`~minitransformer.training.TrainConfig` of ``CPU_DEFAULTS``
+    (learning rate, schedule, warm-up, label smoothing); keyword arguments
+    override fields or set the others (budget, device, ...)."""
+    from .training import TrainConfig
+
+    d = CPU_DEFAULTS
+    fields = dict(lr=d["lr"], schedule=d["schedule"], warmup_steps=d["warmup"],
+                  label_smoothing=d["label_smoothing"])
+    return TrainConfig(**{**fields, **overrides})
+
 
 PROG = "python -m minitransformer"
 

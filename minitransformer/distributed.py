@@ -61,18 +61,20 @@ def wrap(model: nn.Module, device: torch.device) -> nn.Module:
     return nn.parallel.DistributedDataParallel(model, device_ids=ids)
 
 
+def _all_reduce(t: Tensor, op) -> Tensor:
+    if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+        dist.all_reduce(t, op=op)
+    return t
+
+
 def all_reduce_sum(t: Tensor) -> Tensor:
     """Sum ``t`` over all processes in place (and return it); no-op in one process."""
-    if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
-        dist.all_reduce(t, op=dist.ReduceOp.SUM)
-    return t
+    return _all_reduce(t, dist.ReduceOp.SUM)
 
 
 def all_reduce_max(t: Tensor) -> Tensor:
     """Largest ``t`` over all processes, in place (and returned); no-op in one process."""
-    if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
-        dist.all_reduce(t, op=dist.ReduceOp.MAX)
-    return t
+    return _all_reduce(t, dist.ReduceOp.MAX)
 
 
 def barrier() -> None:

@@ -282,3 +282,19 @@ def test_translate_subprocess_pipe_utf8(trained):
     lines = r.stdout.decode("utf-8").split("\n")
     assert len(lines) == 4 and lines[1] == "" and lines[3] == ""
     assert lines[0] and lines[2]
+
+
+def test_cpu_configs_are_built_from_the_defaults_and_take_overrides():
+    from minitransformer.cli import cpu_model_config, cpu_train_config
+
+    d = CPU_DEFAULTS
+    m = cpu_model_config(10, 12)
+    assert (m.src_vocab_size, m.tgt_vocab_size, m.d_model, m.num_heads, m.d_ff) == (
+        10, 12, d["d_model"], d["heads"], d["d_ff"])
+    assert (m.num_encoder_layers, m.num_decoder_layers) == (d["encoder_layers"],
+                                                            d["decoder_layers"])
+    assert m.dropout == d["dropout"] and m.tie_output == d["tie_output"] and m.norm_first
+    assert cpu_model_config(10, 12, dropout=0.3).dropout == 0.3
+    t = cpu_train_config(max_minutes=2)
+    assert (t.lr, t.schedule, t.warmup_steps, t.label_smoothing, t.max_minutes) == (
+        d["lr"], d["schedule"], d["warmup"], d["label_smoothing"], 2)
