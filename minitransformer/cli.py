@@ -7,7 +7,8 @@
 ``train``'s defaults are the book's CPU configuration (chapter 10): the
 encoder-decoder Transformer of Vaswani et al. (2017) with d_model 256, 8
 heads, 3 + 3 layers, d_ff 512, pre-LN, batches of about 2,048 source +
-target tokens, Adam with the warm-up schedule and label smoothing 0.1. It
+target tokens, Adam with the warm-up schedule and label smoothing 0.1, no
+dropout, and a moving average of the weights (decay 0.98) as the result. It
 trains until its time budget (``--minutes``) is spent, validates, saves
 ``last.pt`` / ``best.pt`` (:mod:`minitransformer.checkpoint`), the
 vocabularies, the history and ``run.json`` in ``--out``, and prints the
@@ -51,6 +52,7 @@ CPU_DEFAULTS: dict[str, Any] = {
     "schedule": "noam",
     "warmup": 200,
     "label_smoothing": 0.1,
+    "ema_decay": 0.98,
     "min_freq": 2,
 }
 
@@ -72,13 +74,13 @@ def cpu_model_config(src_vocab_size: int, tgt_vocab_size: int, **overrides: Any)
 
 def cpu_train_config(**overrides: Any):
     """The :class:`~minitransformer.training.TrainConfig` of ``CPU_DEFAULTS``
-    (learning rate, schedule, warm-up, label smoothing); keyword arguments
+    (learning rate, schedule, warm-up, label smoothing, weight averaging); keyword arguments
     override fields or set the others (budget, device, ...)."""
     from .training import TrainConfig
 
     d = CPU_DEFAULTS
     fields = dict(lr=d["lr"], schedule=d["schedule"], warmup_steps=d["warmup"],
-                  label_smoothing=d["label_smoothing"])
+                  label_smoothing=d["label_smoothing"], ema_decay=d["ema_decay"] or None)
     return TrainConfig(**{**fields, **overrides})
 
 
@@ -186,6 +188,9 @@ def build_parser() -> argparse.ArgumentParser:
                      "or fall linearly to 0 at the end of the budget (linear)")
     opt.add_argument("--warmup", type=int, default=d["warmup"], help="warm-up steps")
     opt.add_argument("--label-smoothing", type=_fraction, default=d["label_smoothing"])
+    opt.add_argument("--ema", type=_fraction, default=d["ema_decay"], metavar="DECAY",
+                     help="validate, save and evaluate a moving average of the weights with "
+                     "this decay (0 = the weights as trained)")
     opt.add_argument("--eval-every", type=_positive_int, default=None,
                      help="validate every N steps (default: after each epoch)")
     opt.add_argument("--seed", type=int, default=0)
@@ -373,7 +378,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
     try:
         config = TrainConfig(
             lr=args.lr, schedule=args.schedule, warmup_steps=args.warmup,
-            label_smoothing=args.label_smoothing, epochs=args.epochs,
+            label_smoothing=args.label_smoothing, ema_decay=args.ema or None, epochs=args.epochs,
             max_steps=args.max_steps, max_minutes=args.minutes, eval_every=args.eval_every,
             seed=args.seed, device=args.device, amp=args.amp, checkpoint_dir=str(out),
             resume=args.resume,

@@ -30,6 +30,7 @@ import torch
 from torch import Tensor, nn
 
 from . import distributed as dist_utils
+from .averaging import ExponentialMovingAverage
 from .checkpoint import load_checkpoint, save_checkpoint, set_rng_state
 from .history import History
 from .schedule import SCHEDULES, learning_rate
@@ -58,6 +59,9 @@ class TrainConfig:
     eps: float = 1e-9
     weight_decay: float = 0.0
     label_smoothing: float = 0.1
+    # keep a moving average of the weights (minitransformer.averaging) with this
+    # decay; validation, checkpoints' model_state and the model after fit use it
+    ema_decay: float | None = None
     clip_norm: float | None = 1.0  # max global gradient norm; None = no clipping
     epochs: int | None = 10  # stop after this many passes over the data (None = no limit)
     max_steps: int | None = None  # ... or this many optimiser steps in total
@@ -81,6 +85,10 @@ class TrainConfig:
         if not 0.0 <= self.label_smoothing < 1.0:
             raise ValueError(
                 f"TrainConfig: label_smoothing must be in [0, 1), got {self.label_smoothing}"
+            )
+        if self.ema_decay is not None and not 0.0 < self.ema_decay < 1.0:
+            raise ValueError(
+                f"TrainConfig: ema_decay must be in (0, 1) or None, got {self.ema_decay}"
             )
         if self.epochs is None and self.max_steps is None and self.max_minutes is None:
             raise ValueError("TrainConfig: set at least one of epochs, max_steps, max_minutes")
@@ -287,6 +295,12 @@ def fit(
 
     Training stops at whichever of ``epochs``, ``max_steps`` or ``max_minutes``
     comes first; then it evaluates and (if ``checkpoint_dir``) saves.
+
+    With ``config.ema_decay`` an :class:`~minitransformer.averaging.ExponentialMovingAverage`
+    of the weights is updated after every step; validation losses are those
+    of the averaged weights, checkpoints store them as ``model_state`` (the
+    weights being trained go to ``train_state["ema"]`` for resuming), and
+    ``model`` holds them when ``fit`` returns.
     """
     cfg = config if config is not None else TrainConfig()
     if not isinstance(cfg, TrainConfig):
@@ -312,11 +326,19 @@ def fit(
         state = _State(**{k: ts[k] for k in ("step", "epoch", "batch_in_epoch", "best_valid")})
         history = History.from_dict(ts["history"])
         set_rng_state(ckpt["rng"])
+        ema = _resume_average(inner, ts.get("ema"), cfg.ema_decay)
+    else:
+        ema = ExponentialMovingAverage(inner, cfg.ema_decay) if cfg.ema_decay else None
 
-    def save(name: str) -> None:
+    def save(name: str, training_params: dict | None = None) -> None:
         if ckpt_dir is None or rank != 0:
             return
         train_state = {**asdict(state), "history": history.to_dict()}
+        if ema is not None:  # inner holds the average here; keep the trained weights too
+            train_state["ema"] = {
+                "decay": ema.decay, "num_updates": ema.num_updates,
+                "training_params": training_params,
+            }
         save_checkpoint(
             ckpt_dir / name, inner, optimizer, train_state=train_state,
             train_config=cfg, vocabs=vocabs,
@@ -327,13 +349,15 @@ def fit(
     def validate() -> None:
         validated_at[0] = state.step
         history.flush()
-        if valid_batches is not None:
-            loss = evaluate_loss(inner, valid_batches, pad, device, cfg.amp)
-            history.add_valid(state.step, state.epoch + state.batch_in_epoch / n_or_inf, loss)
-            if loss < state.best_valid:
-                state.best_valid = loss
-                save("best.pt")
-        save("last.pt")
+        averaged = ema.swapped_in(inner) if ema is not None else nullcontext()
+        with averaged as training_params:
+            if valid_batches is not None:
+                loss = evaluate_loss(inner, valid_batches, pad, device, cfg.amp)
+                history.add_valid(state.step, state.epoch + state.batch_in_epoch / n_or_inf, loss)
+                if loss < state.best_valid:
+                    state.best_valid = loss
+                    save("best.pt", training_params)
+            save("last.pt", training_params)
         dist_utils.barrier()
         if callback is not None and rank == 0:
             callback(history)
@@ -361,6 +385,8 @@ def fit(
             loss, tokens = _train_step(
                 train_model, optimizer, mine, cfg, state.step + 1, pad, device, cast, spent
             )
+            if ema is not None:
+                ema.update(inner)
             state.step += 1
             state.batch_in_epoch += 1
             train_seconds += time.perf_counter() - t0
@@ -384,11 +410,36 @@ def fit(
             continue
     if validated_at[0] != state.step:
         validate()
+    if ema is not None:
+        ema.copy_to(inner)
     history.stop_reason = reason
     _update_bar(bar, history, cfg, start)
     if bar is not None:
         bar.close()
     return history
+
+
+def _resume_average(
+    model: nn.Module, stored: dict | None, decay: float | None
+) -> ExponentialMovingAverage | None:
+    """After ``model`` was loaded from a checkpoint's ``model_state``: if the
+    run kept an average (``stored``, from ``train_state["ema"]``), that state
+    *is* the average, so put the trained weights back into ``model`` and
+    rebuild the average from it. Returns the average to continue (None
+    without ``decay``)."""
+    averaged = {n: p.detach().clone() for n, p in model.named_parameters()}
+    if stored is not None:
+        with torch.no_grad():
+            for name, p in model.named_parameters():
+                p.copy_(stored["training_params"][name])
+    if not decay:
+        return None
+    ema = ExponentialMovingAverage(model, decay)
+    if stored is not None:
+        ema.load_state_dict(
+            {"decay": decay, "num_updates": stored["num_updates"], "averaged": averaged}
+        )
+    return ema
 
 
 def _train_step(

@@ -89,7 +89,9 @@ def test_sdpa_gradcheck(dtype):
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-@pytest.mark.parametrize("b,lq,lk,d,h", [(1, 1, 1, 8, 1), (2, 5, 5, 16, 4), (3, 4, 9, 32, 8)])
+@pytest.mark.parametrize(
+    "b,lq,lk,d,h", [(1, 1, 1, 8, 1), (3, 1, 9, 32, 8), (2, 5, 5, 16, 4), (3, 4, 9, 32, 8)]
+)
 @pytest.mark.parametrize("kind", [None, "causal", "padding", "random"])
 @pytest.mark.parametrize("self_attention", [True, False])
 def test_mha_matches_nn_multiheadattention(seed, b, lq, lk, d, h, kind, self_attention):
@@ -116,6 +118,28 @@ def test_mha_matches_nn_multiheadattention(seed, b, lq, lk, d, h, kind, self_att
     torch.testing.assert_close(fused, expected, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(readable, expected, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(weights, expected_w, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["bool", "float"])
+def test_one_query_against_a_cache_equals_the_readable_path(kind):
+    # a decoding step: one query against cached keys/values; the readable
+    # path (checked against PyTorch above) is the reference, here with a
+    # float mask and a row whose keys are all blocked (output zeros)
+    torch.manual_seed(0)
+    mha = mt.MultiHeadAttention(32, 8).eval()
+    query, memory = torch.randn(4, 1, 32), torch.randn(4, 9, 32)
+    keep = torch.ones(4, 1, 1, 9, dtype=torch.bool)
+    keep[1, ..., 6:] = False
+    keep[3] = False  # every key blocked
+    mask = keep if kind == "bool" else torch.zeros(4, 1, 1, 9).masked_fill(~keep, float("-inf"))
+    if kind == "float":
+        mask = mask + torch.randn(4, 1, 1, 9).masked_fill(~keep, 0.0)
+    expected, _ = mha(query, memory, memory, mask, need_weights=True)
+    with torch.no_grad():
+        cached = mha.attend_cached(query, mha.project_kv(memory), mask)
+    torch.testing.assert_close(cached, expected, rtol=1e-5, atol=1e-5)
+    assert not cached.isnan().any()
+    torch.testing.assert_close(cached[3], mha.w_o.bias.expand(1, 32))  # zeros through w_o
 
 
 def test_mha_three_d_mask_applies_to_every_head():

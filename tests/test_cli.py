@@ -73,6 +73,8 @@ def test_defaults_are_the_chapter_cpu_configuration():
     assert args.tie_output is CPU_DEFAULTS["tie_output"] is False
     assert build_parser().parse_args(["train", "--out", "x", "--tie-output"]).tie_output
     assert build_parser().parse_args(["train", "--out", "x", "--schedule", "linear"]).schedule
+    assert args.ema == CPU_DEFAULTS["ema_decay"] == 0.98
+    assert build_parser().parse_args(["train", "--out", "x", "--ema", "0"]).ema == 0
 
 
 def test_chapter_10_trains_with_the_command_lines_defaults():
@@ -99,6 +101,7 @@ def test_chapter_10_trains_with_the_command_lines_defaults():
     assert value("d_ff") == d["d_ff"] and value("dropout") == d["dropout"]
     assert value("lr") == d["lr"] and value("warmup_steps") == d["warmup"]
     assert value("label_smoothing") == d["label_smoothing"]
+    assert value("ema_decay") == d["ema_decay"]
     assert f'schedule="{d["schedule"]}"' in code
 
 
@@ -115,6 +118,7 @@ def test_help_of_each_command(capsys, command):
     (["translate", "--checkpoint", "x", "--beam", "0"], "--beam: expected a positive integer"),
     (["evaluate", "--checkpoint", "x", "--split", "dev"], "invalid choice"),
     (["train", "--out", "x", "--minutes", "-1"], "expected a positive number"),
+    (["train", "--out", "x", "--ema", "1"], "expected a number in [0, 1)"),
     (["train"], "required: --out"),
     (["fly"], "invalid choice"),
     ([], "required"),
@@ -298,3 +302,4 @@ def test_cpu_configs_are_built_from_the_defaults_and_take_overrides():
     t = cpu_train_config(max_minutes=2)
     assert (t.lr, t.schedule, t.warmup_steps, t.label_smoothing, t.max_minutes) == (
         d["lr"], d["schedule"], d["warmup"], d["label_smoothing"], 2)
+    assert t.ema_decay == d["ema_decay"] and cpu_train_config(ema_decay=None).ema_decay is None
