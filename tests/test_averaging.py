@@ -20,12 +20,7 @@ from minitransformer.training import TrainConfig, fit
 V = 14
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models: threads only cost
 
 
 def tiny_model(seed: int = 0) -> Transformer:

@@ -30,12 +30,7 @@ from minitransformer.training import (
 V = 14  # 4 specials + 10 symbols
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models: threads only cost
 
 
 def tiny_model(dropout: float = 0.1, seed: int = 0) -> Transformer:
