@@ -48,7 +48,6 @@ class ExponentialMovingAverage:
             raise ValueError(f"ExponentialMovingAverage: decay must be in (0, 1), got {decay!r}")
         self.decay = float(decay)
         self.num_updates = 0
-        self._names = [n for n, p in _float_params(model)]
         self.averaged: dict[str, Tensor] = {
             n: p.detach().clone() for n, p in _float_params(model)
         }
@@ -64,10 +63,10 @@ class ExponentialMovingAverage:
         each optimiser step)."""
         weight = 1.0 - self.current_decay()
         params = dict(_float_params(model))
-        if list(params) != self._names:
+        if list(params) != list(self.averaged):
             raise ValueError(
                 "ExponentialMovingAverage.update: the model's parameters are not those "
-                f"the average was made for ({len(params)} against {len(self._names)} tensors)"
+                f"the average was made for ({len(params)} against {len(self.averaged)} tensors)"
             )
         for name, avg in self.averaged.items():
             avg.lerp_(params[name].detach(), weight)
@@ -105,7 +104,7 @@ class ExponentialMovingAverage:
 
     def load_state_dict(self, state: dict) -> None:
         """Restore what :meth:`state_dict` returned (same parameter names)."""
-        if set(state["averaged"]) != set(self._names):
+        if set(state["averaged"]) != set(self.averaged):
             raise ValueError(
                 "ExponentialMovingAverage.load_state_dict: the stored average is of "
                 "different parameters"

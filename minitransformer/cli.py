@@ -59,7 +59,6 @@ CPU_DEFAULTS: dict[str, Any] = {
 }
 
 
-
 def cpu_model_config(src_vocab_size: int, tgt_vocab_size: int, **overrides: Any):
     """The :class:`~minitransformer.TransformerConfig` of ``CPU_DEFAULTS`` (pre-LN,
     ``max_len`` 256) for these vocabulary sizes; keyword arguments override fields."""

@@ -424,21 +424,16 @@ def _resume_average(
 ) -> ExponentialMovingAverage | None:
     """After ``model`` was loaded from a checkpoint's ``model_state``: if the
     run kept an average (``stored``, from ``train_state["ema"]``), that state
-    *is* the average, so put the trained weights back into ``model`` and
-    rebuild the average from it. Returns the average to continue (None
-    without ``decay``)."""
-    averaged = {n: p.detach().clone() for n, p in model.named_parameters()}
+    *is* the average, so the average to continue starts from it, and the
+    trained weights go back into ``model``. Returns the average (None without
+    ``decay``)."""
+    ema = ExponentialMovingAverage(model, decay) if decay else None
     if stored is not None:
         with torch.no_grad():
             for name, p in model.named_parameters():
                 p.copy_(stored["training_params"][name])
-    if not decay:
-        return None
-    ema = ExponentialMovingAverage(model, decay)
-    if stored is not None:
-        ema.load_state_dict(
-            {"decay": decay, "num_updates": stored["num_updates"], "averaged": averaged}
-        )
+        if ema is not None:
+            ema.num_updates = stored["num_updates"]
     return ema
 
 
