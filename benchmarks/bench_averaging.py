@@ -3,7 +3,7 @@
 Trains the chapter's CPU configuration on Multi30k with ``fit`` for
 ``--minutes`` (the command line's defaults, ``CPU_DEFAULTS``, except that
 ``fit`` itself averages nothing) while keeping an
-:class:`~minitransformer.averaging.ExponentialMovingAverage` for each
+:class:`~minitransformer.training.averaging.ExponentialMovingAverage` for each
 ``--decays`` beside the run, updated after every optimiser step (a wrapper
 around ``fit``'s step function, so the training is exactly the unaveraged
 one). Then it scores the trained weights and each average on Multi30k
@@ -22,12 +22,12 @@ import time
 
 import torch
 
-from minitransformer import training
-from minitransformer.averaging import ExponentialMovingAverage
 from minitransformer.cli import CPU_DEFAULTS, cpu_model_config, cpu_train_config
 from minitransformer.data import TokenBatcher, build_vocabs, encode_pairs, load_multi30k
 from minitransformer.decoding import corpus_bleu, translate
 from minitransformer.model import Transformer
+from minitransformer.training import loop as training
+from minitransformer.training.averaging import ExponentialMovingAverage
 
 
 def main() -> None:

@@ -40,7 +40,6 @@ from pathlib import Path
 import torch
 
 from minitransformer import Transformer
-from minitransformer.checkpoint import build_model, load_checkpoint
 from minitransformer.cli import _checkpoint_file, cpu_model_config, cpu_train_config
 from minitransformer.data import (
     TokenBatcher,
@@ -51,6 +50,7 @@ from minitransformer.data import (
     tokenize,
 )
 from minitransformer.decoding import corpus_bleu, translate
+from minitransformer.training.checkpoint import build_model, load_checkpoint
 
 
 def chapter_model(src_vocab: int, tgt_vocab: int) -> Transformer:

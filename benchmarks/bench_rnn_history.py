@@ -1,7 +1,7 @@
 """The history of neural machine translation on Multi30k, at equal time budgets.
 
 Trains, one after the other and with the same budget of wall-clock minutes,
-the three RNN encoder-decoders of chapter 1 (:mod:`minitransformer.rnn`:
+the three RNN encoder-decoders of chapter 1 (:mod:`minitransformer.rnn.models`:
 simple, context, Bahdanau attention) and the package's Transformer on
 Multi30k German→English, all with the shared trainer
 (:func:`minitransformer.training.fit`), then measures BLEU on
@@ -10,9 +10,9 @@ test_2016_flickr with the shared greedy decoding and sacreBLEU
 
     MINITRANSFORMER_DATA=../shared/data python benchmarks/bench_rnn_history.py --minutes 10
 
-Writes ``benchmarks/results/rnn_history.json`` and a copy in
-``minitransformer/results/rnn_history.json`` (package data, so chapter 1
-finds it on Colab too). The JSON records the machine, the CPU load while it
+Writes ``minitransformer/results/rnn_history.json``, the only copy (package
+data, so chapter 1 finds it on Colab too, through
+:func:`minitransformer.results.load_result`). The JSON records the machine, the CPU load while it
 ran (the budget is wall-clock time, so a busy machine gives every model
 fewer steps), and per model: parameters, steps, epochs, tokens/s, the loss
 curve, validation loss and test BLEU.
@@ -35,12 +35,11 @@ from minitransformer.cli import CPU_DEFAULTS, cpu_model_config, cpu_train_config
 from minitransformer.data import TokenBatcher, build_vocabs, encode_pairs, load_multi30k
 from minitransformer.decoding import corpus_bleu, translate
 from minitransformer.model import Transformer
-from minitransformer.rnn import RNN_MODELS, RNNConfig
+from minitransformer.rnn.models import RNN_MODELS, RNNConfig
 from minitransformer.training import TrainConfig, fit
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_OUT = ROOT / "benchmarks" / "results" / "rnn_history.json"
-PACKAGE_COPY = ROOT / "minitransformer" / "results" / "rnn_history.json"
+DEFAULT_OUT = ROOT / "minitransformer" / "results" / "rnn_history.json"
 
 #: Reported by a public PyTorch seq2seq tutorial: 10 epochs on a GPU, Multi30k
 #: test 2016, different tokenisation, sizes and decoding; for orientation only.
@@ -144,9 +143,8 @@ def main(argv=None) -> int:
     p.add_argument("--rnn-dropout", type=float, default=CPU_DEFAULTS["dropout"],
                    help="dropout of the GRU models (default: the Transformer's, none: in a "
                    "budget of minutes no model sees the data often enough to overfit)")
-    p.add_argument("--out", type=Path, default=DEFAULT_OUT)
-    p.add_argument("--no-package-copy", action="store_true",
-                   help=f"do not copy the JSON to {PACKAGE_COPY.relative_to(ROOT)}")
+    p.add_argument("--out", type=Path, default=DEFAULT_OUT,
+                   help="where to write the JSON (default: the copy chapter 1 reads)")
     p.add_argument("--limit-test", type=int, default=None, help="smoke test: first N sentences")
     p.add_argument("--threads", type=int, default=None,
                    help="torch threads (default: torch's choice; on a machine shared with "
@@ -226,9 +224,6 @@ def _write(record: dict, args) -> None:
     text = json.dumps(record, indent=1, ensure_ascii=False)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text + "\n", encoding="utf-8")
-    if not args.no_package_copy:
-        PACKAGE_COPY.parent.mkdir(parents=True, exist_ok=True)
-        PACKAGE_COPY.write_text(text + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -37,8 +37,8 @@ from minitransformer import SinusoidalPositionalEncoding, Transformer, Transform
 from minitransformer.cli import CPU_DEFAULTS, cpu_model_config, cpu_train_config
 from minitransformer.data import TokenBatcher, build_vocabs, encode_pairs, load_multi30k
 from minitransformer.decoding import corpus_bleu, translate
-from minitransformer.interop import load_torch_decoder_layer, load_torch_encoder_layer
-from minitransformer.training import (
+from minitransformer.instruments.interop import load_torch_decoder_layer, load_torch_encoder_layer
+from minitransformer.training.loop import (
     _autocast,
     _train_step,
     evaluate_loss,
@@ -83,7 +83,7 @@ class TorchSeq2Seq(nn.Module):
 @torch.no_grad()
 def to_minitransformer(theirs: TorchSeq2Seq) -> Transformer:
     """Our ``Transformer`` holding the weights of ``theirs`` (the same function;
-    the layers are copied with :mod:`minitransformer.interop`), in eval mode,
+    the layers are copied with :mod:`minitransformer.instruments.interop`), in eval mode,
     so that a trained ``nn.Transformer`` can use the package's cached decoding."""
     c = theirs.config
     if not c.norm_first:

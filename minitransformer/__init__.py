@@ -2,10 +2,31 @@
 
 The companion package of the minitransformer book. Tensors are batch-first;
 bool attention masks mean True = may attend (see :mod:`minitransformer.masks`).
+
+The top level holds the Transformer itself, in the order of the paper's
+figure: :mod:`~minitransformer.attention`, :mod:`~minitransformer.masks`,
+:mod:`~minitransformer.positional`, :mod:`~minitransformer.layernorm`,
+:mod:`~minitransformer.feedforward`, :mod:`~minitransformer.layers`,
+:mod:`~minitransformer.model` and :mod:`~minitransformer.decoding`.
+Around it, each in its own subpackage:
+
+- :mod:`minitransformer.data`: tokenising, vocabularies, batches, corpora;
+- :mod:`minitransformer.training`: the loop, loss, schedules, checkpoints,
+  weight averaging, multi-process training, presets;
+- :mod:`minitransformer.rnn`: the RNN encoder-decoders it replaced and their
+  attention scorers; :mod:`minitransformer.variants`: convolutional encoder,
+  relative positions, segment embeddings;
+- :mod:`minitransformer.instruments`: what the chapters look inside a model
+  with (plots, probes, summaries, ablations, interop with ``torch.nn``);
+- :mod:`minitransformer.exercises`: the checked exercises.
+
+Every public name below is importable as ``minitransformer.<name>``; the
+list is ``__all__``.
 """
 
+from types import ModuleType as _ModuleType
+
 from .attention import MultiHeadAttention, scaled_dot_product_attention
-from .conv import ConvEncoder, ConvEncoderLayer
 from .data import (
     BOS_ID,
     EOS_ID,
@@ -25,8 +46,13 @@ from .data import (
 )
 from .decoding import beam_search, corpus_bleu, greedy_decode, translate
 from .feedforward import PositionwiseFeedForward
-from .history import History
-from .interop import load_torch_attention, load_torch_decoder_layer, load_torch_encoder_layer
+from .instruments.interop import (
+    load_torch_attention,
+    load_torch_decoder_layer,
+    load_torch_encoder_layer,
+)
+from .instruments.probe import record_attention
+from .instruments.summary import count_parameters
 from .layernorm import LayerNorm, layer_norm
 from .layers import Decoder, DecoderLayer, Encoder, EncoderLayer
 from .masks import (
@@ -38,75 +64,37 @@ from .masks import (
 )
 from .model import Transformer, TransformerConfig
 from .positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding, sinusoidal_table
-from .probe import record_attention
-from .relative import RelativeMultiHeadAttention, use_relative_positions
-from .rnn import AttentionSeq2Seq, ContextSeq2Seq, RNNConfig, SimpleSeq2Seq
-from .scoring import AdditiveAttention, DotProductAttention, GeneralAttention, masked_softmax
-from .segment import SegmentEmbedding
-from .training import TrainConfig, evaluate_loss, fit, label_smoothed_cross_entropy, pick_device
+from .rnn import (
+    AdditiveAttention,
+    AttentionSeq2Seq,
+    ContextSeq2Seq,
+    DotProductAttention,
+    GeneralAttention,
+    RNNConfig,
+    SimpleSeq2Seq,
+)
+from .rnn.attention_scorers import masked_softmax
+from .training import (
+    History,
+    TrainConfig,
+    evaluate_loss,
+    fit,
+    label_smoothed_cross_entropy,
+    pick_device,
+)
+from .variants import (
+    ConvEncoder,
+    ConvEncoderLayer,
+    RelativeMultiHeadAttention,
+    SegmentEmbedding,
+    use_relative_positions,
+)
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "PAD_ID",
-    "BOS_ID",
-    "EOS_ID",
-    "UNK_ID",
-    "SPECIALS",
-    "tokenize",
-    "detokenize",
-    "Vocab",
-    "Batch",
-    "make_batch",
-    "TokenBatcher",
-    "SYNTHETIC_TASKS",
-    "make_synthetic",
-    "synthetic_vocab_size",
-    "load_multi30k",
-    "scaled_dot_product_attention",
-    "MultiHeadAttention",
-    "PositionwiseFeedForward",
-    "LayerNorm",
-    "layer_norm",
-    "SinusoidalPositionalEncoding",
-    "LearnedPositionalEmbedding",
-    "sinusoidal_table",
-    "causal_mask",
-    "padding_mask",
-    "to_torch_bool_mask",
-    "torch_key_padding_mask",
-    "to_additive_mask",
-    "EncoderLayer",
-    "DecoderLayer",
-    "Encoder",
-    "Decoder",
-    "ConvEncoderLayer",
-    "ConvEncoder",
-    "TransformerConfig",
-    "Transformer",
-    "TrainConfig",
-    "fit",
-    "evaluate_loss",
-    "label_smoothed_cross_entropy",
-    "pick_device",
-    "History",
-    "RNNConfig",
-    "SimpleSeq2Seq",
-    "ContextSeq2Seq",
-    "AttentionSeq2Seq",
-    "AdditiveAttention",
-    "DotProductAttention",
-    "GeneralAttention",
-    "masked_softmax",
-    "record_attention",
-    "RelativeMultiHeadAttention",
-    "use_relative_positions",
-    "SegmentEmbedding",
-    "load_torch_attention",
-    "load_torch_encoder_layer",
-    "load_torch_decoder_layer",
-    "greedy_decode",
-    "beam_search",
-    "translate",
-    "corpus_bleu",
-]
+#: Every name imported above (each written once, here: no second list to keep in step).
+__all__ = sorted(
+    name
+    for name, value in globals().items()
+    if not name.startswith("_") and not isinstance(value, _ModuleType)
+)

@@ -166,7 +166,7 @@ class MultiHeadAttention(nn.Module):
     argument (combine padding and causal masks with ``&``); the returned
     weights are per head ``(B, H, Lq, Lk)``, not averaged. Weights map one to
     one (``in_proj_weight`` is ``w_q``, ``w_k``, ``w_v`` stacked): see
-    :mod:`minitransformer.interop`.
+    :mod:`minitransformer.instruments.interop`.
     """
 
     def __init__(self, d_model: int, num_heads: int, dropout: float = 0.0, bias: bool = True):
@@ -184,7 +184,7 @@ class MultiHeadAttention(nn.Module):
         self.w_k = nn.Linear(d_model, d_model, bias=bias)
         self.w_v = nn.Linear(d_model, d_model, bias=bias)
         self.w_o = nn.Linear(d_model, d_model, bias=bias)
-        #: When True (see :func:`minitransformer.probe.record_attention`), every
+        #: When True (see :func:`minitransformer.instruments.probe.record_attention`), every
         #: forward takes the readable path and keeps its weights in ``last_weights``.
         self.record_weights = False
         self.last_weights: Tensor | None = None

@@ -10,7 +10,7 @@ heads, 3 + 3 layers, d_ff 512, pre-LN, batches of about 2,048 source +
 target tokens, Adam with the warm-up schedule and label smoothing 0.1, no
 dropout, and a moving average of the weights (decay 0.98) as the result. It
 trains until its time budget (``--minutes``) is spent, validates, saves
-``last.pt`` / ``best.pt`` (:mod:`minitransformer.checkpoint`), the
+``last.pt`` / ``best.pt`` (:mod:`minitransformer.training.checkpoint`), the
 vocabularies, the history and ``run.json`` in ``--out``, and prints the
 validation BLEU.
 
@@ -262,9 +262,9 @@ def _checkpoint_file(path: Path) -> Path:
 
 def _load(path: Path, device_name: str):
     """(model in eval mode, src vocab, tgt vocab, run info) from a checkpoint."""
-    from .checkpoint import build_model, load_checkpoint
     from .data import Vocab
     from .training import pick_device
+    from .training.checkpoint import build_model, load_checkpoint
 
     file = _checkpoint_file(path)
     try:
@@ -318,11 +318,11 @@ def _translate(model, sentences: list[str], src_vocab, tgt_vocab, args) -> list[
 def _cmd_train(args: argparse.Namespace) -> int:
     import torch
 
-    from .checkpoint import load_checkpoint
     from .data import TokenBatcher, Vocab, build_vocabs, encode_pairs
     from .decoding import corpus_bleu
     from .model import Transformer, TransformerConfig
     from .training import TrainConfig, fit, pick_device
+    from .training.checkpoint import load_checkpoint
 
     out: Path = args.out
     if out.exists() and not out.is_dir():

@@ -12,7 +12,7 @@ normalisation ("Add & Norm"):
 
 Submodule names match ``nn.TransformerEncoderLayer`` / ``DecoderLayer``
 (``self_attn``, ``norm1``...; ``cross_attn`` is their ``multihead_attn``, and
-the feed-forward weights sit in ``ffn``): :mod:`minitransformer.interop`
+the feed-forward weights sit in ``ffn``): :mod:`minitransformer.instruments.interop`
 copies weights between the two.
 
 Masks are bool, True = may attend (the opposite of ``nn.Transformer``).

@@ -178,7 +178,7 @@ def _png_bytes() -> bytes:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from minitransformer.plotting import use_book_style
+    from minitransformer.instruments.plotting import use_book_style
 
     use_book_style()
     fig, ax = plt.subplots()

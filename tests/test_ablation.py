@@ -4,7 +4,8 @@ import pytest
 import torch
 
 import minitransformer as mt
-from minitransformer.ablation import NoFeedForward, count_parameters, remove_feed_forward
+from minitransformer.instruments.ablation import NoFeedForward, remove_feed_forward
+from minitransformer.instruments.summary import count_parameters
 
 
 def _model(norm_first=False):

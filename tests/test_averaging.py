@@ -1,4 +1,4 @@
-"""Tests of minitransformer.averaging and of fit(ema_decay=...).
+"""Tests of minitransformer.training.averaging and of fit(ema_decay=...).
 
 References: the closed form of an average of a constant, the update rule
 applied by hand to the weights a run without averaging goes through, and an
@@ -12,10 +12,10 @@ import torch
 from torch import nn
 
 from minitransformer import Transformer, TransformerConfig
-from minitransformer.averaging import ExponentialMovingAverage
-from minitransformer.checkpoint import load_checkpoint
 from minitransformer.data import TokenBatcher, make_synthetic
 from minitransformer.training import TrainConfig, fit
+from minitransformer.training.averaging import ExponentialMovingAverage
+from minitransformer.training.checkpoint import load_checkpoint
 
 V = 14
 

@@ -22,10 +22,10 @@ import pytest
 import sacrebleu
 import torch
 
-from minitransformer.checkpoint import build_model
 from minitransformer.cli import CPU_DEFAULTS, main
 from minitransformer.data import Vocab
 from minitransformer.decoding import translate
+from minitransformer.training.checkpoint import build_model
 
 FIXTURES = Path(__file__).parent / "fixtures" / "multi30k"
 TINY = [

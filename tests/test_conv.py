@@ -5,10 +5,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from minitransformer.conv import ConvEncoder, ConvEncoderLayer
 from minitransformer.layers import Encoder
 from minitransformer.masks import padding_mask
 from minitransformer.model import Transformer, TransformerConfig
+from minitransformer.variants.conv import ConvEncoder, ConvEncoderLayer
 
 
 def _reference_layer(layer: ConvEncoderLayer, x: torch.Tensor) -> torch.Tensor:

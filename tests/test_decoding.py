@@ -138,7 +138,7 @@ def test_decode_next_beyond_max_len_is_a_clear_error():
 
 @pytest.mark.parametrize("name", ["SimpleSeq2Seq", "ContextSeq2Seq", "AttentionSeq2Seq"])
 def test_rnn_models_keep_the_incremental_contract(name):
-    rnn = pytest.importorskip("minitransformer.rnn")
+    rnn = pytest.importorskip("minitransformer.rnn.models")
     torch.manual_seed(0)
     cfg = rnn.RNNConfig(20, 20, emb_dim=16, hidden_dim=24, attn_dim=16)
     m = getattr(rnn, name)(cfg).eval()

@@ -612,7 +612,7 @@ def test_greedy_step_hints(kwargs, fragment, capsys):
 
 
 def test_package_masked_softmax_passes(capsys):
-    from minitransformer.scoring import masked_softmax
+    from minitransformer.rnn.attention_scorers import masked_softmax
     assert_passes(check_masked_softmax, masked_softmax, capsys)
 
 

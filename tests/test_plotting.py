@@ -12,7 +12,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 from matplotlib.colors import to_hex  # noqa: E402
 
-from minitransformer.plotting import (  # noqa: E402
+from minitransformer.instruments.plotting import (  # noqa: E402
     HEATMAP_CMAP,
     STYLE_FILE,
     plot_attention,

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import minitransformer as mt
-from minitransformer.relative import (
+from minitransformer.variants.relative import (
     RelativeMultiHeadAttention,
     relative_position_index,
     use_relative_positions,

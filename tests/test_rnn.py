@@ -10,7 +10,7 @@ from torch import nn
 
 from minitransformer.data import make_batch, make_synthetic, synthetic_vocab_size
 from minitransformer.decoding import greedy_decode
-from minitransformer.rnn import (
+from minitransformer.rnn.models import (
     RNN_MODELS,
     AttentionSeq2Seq,
     ContextSeq2Seq,
@@ -204,13 +204,9 @@ def test_beam_search_decodes_rnn_models():
 
 
 def test_packaged_benchmark_results_have_what_chapter_1_reads():
-    import json
-    from importlib.resources import files
+    from minitransformer.results import load_result
 
-    path = files("minitransformer").joinpath("results/rnn_history.json")
-    if not path.is_file():
-        pytest.skip("benchmarks/bench_rnn_history.py has not been run yet")
-    results = json.loads(path.read_text())
+    results = load_result("rnn_history")  # a missing file fails, naming the script
     for key in ("what", "script", "date", "machine", "budget_minutes_per_model",
                 "contention_note", "reference_note", "models"):
         assert key in results, key

@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from minitransformer.masks import padding_mask
-from minitransformer.scoring import (
+from minitransformer.rnn.attention_scorers import (
     AdditiveAttention,
     DotProductAttention,
     GeneralAttention,

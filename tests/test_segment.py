@@ -4,7 +4,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from minitransformer.segment import SegmentEmbedding
+from minitransformer.variants.segment import SegmentEmbedding
 
 
 def test_adding_equals_one_hot_times_table():

@@ -8,8 +8,8 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 import minitransformer as mt  # noqa: E402
-from minitransformer.diagram import draw_architecture  # noqa: E402
-from minitransformer.summary import count_parameters, parameter_table, trace_shapes  # noqa: E402
+from minitransformer.instruments.diagram import draw_architecture  # noqa: E402
+from minitransformer.instruments.summary import count_parameters, parameter_table, trace_shapes  # noqa: E402
 
 
 def _config(**kw):

@@ -15,10 +15,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from minitransformer import Transformer, TransformerConfig
-from minitransformer.checkpoint import build_model, load_checkpoint, save_checkpoint
 from minitransformer.data import TokenBatcher, Vocab, make_synthetic
-from minitransformer.history import History
-from minitransformer.schedule import learning_rate, paper_noam_lr
 from minitransformer.training import (
     TrainConfig,
     evaluate_loss,
@@ -26,6 +23,9 @@ from minitransformer.training import (
     label_smoothed_cross_entropy,
     pick_device,
 )
+from minitransformer.training.checkpoint import build_model, load_checkpoint, save_checkpoint
+from minitransformer.training.history import History
+from minitransformer.training.schedule import learning_rate, paper_noam_lr
 
 V = 14  # 4 specials + 10 symbols
 
@@ -114,7 +114,7 @@ def test_linear_schedule_warms_up_then_falls_to_zero_at_the_end_of_the_budget():
 
 
 def test_fit_tells_the_linear_schedule_how_much_of_the_budget_is_spent(monkeypatch):
-    import minitransformer.training as training
+    import minitransformer.training.loop as training
 
     seen = []
 
@@ -129,7 +129,7 @@ def test_fit_tells_the_linear_schedule_how_much_of_the_budget_is_spent(monkeypat
 
 
 def test_budget_spent_is_the_largest_fraction_of_any_budget():
-    from minitransformer.training import _budget_spent, _State
+    from minitransformer.training.loop import _budget_spent, _State
 
     cfg = quick(max_steps=100, epochs=2, max_minutes=10)
     state = _State(step=10, epoch=1, batch_in_epoch=5)

@@ -13,9 +13,9 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from .feedforward import PositionwiseFeedForward
+from ..feedforward import PositionwiseFeedForward
 
-__all__ = ["NoFeedForward", "remove_feed_forward", "count_parameters"]
+__all__ = ["NoFeedForward", "remove_feed_forward"]
 
 
 class NoFeedForward(nn.Module):
@@ -40,10 +40,3 @@ def remove_feed_forward(model: nn.Module) -> nn.Module:
             f"remove_feed_forward: {type(model).__name__} has no PositionwiseFeedForward named ffn"
         )
     return model
-
-
-def count_parameters(module: nn.Module, trainable_only: bool = True) -> int:
-    """Number of scalar parameters of ``module`` (each shared tensor counted once)."""
-    if not isinstance(module, nn.Module):
-        raise TypeError(f"count_parameters: expected an nn.Module, got {type(module).__name__}")
-    return sum(p.numel() for p in module.parameters() if p.requires_grad or not trainable_only)

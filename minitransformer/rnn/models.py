@@ -41,9 +41,9 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from .masks import padding_mask
-from .scoring import AdditiveAttention
-from .seq2seq import reorder_tensors
+from ..masks import padding_mask
+from ..seq2seq import reorder_tensors
+from .attention_scorers import AdditiveAttention
 
 __all__ = [
     "RNNConfig",

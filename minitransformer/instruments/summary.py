@@ -11,9 +11,11 @@ from torch import Tensor, nn
 __all__ = ["count_parameters", "parameter_table", "ShapeRecord", "trace_shapes"]
 
 
-def count_parameters(module: nn.Module) -> int:
-    """Number of distinct trainable parameters (a tied weight counts once)."""
-    return sum(p.numel() for p in module.parameters() if p.requires_grad)
+def count_parameters(module: nn.Module, trainable_only: bool = True) -> int:
+    """Number of scalar parameters of ``module`` (a tied or shared tensor counts once)."""
+    if not isinstance(module, nn.Module):
+        raise TypeError(f"count_parameters: expected an nn.Module, got {type(module).__name__}")
+    return sum(p.numel() for p in module.parameters() if p.requires_grad or not trainable_only)
 
 
 def parameter_table(model: nn.Module, depth: int = 1) -> list[tuple[str, str, int]]:

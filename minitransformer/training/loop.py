@@ -1,14 +1,14 @@
 """Training a sequence-to-sequence model: loss, optimiser, schedule, loop.
 
 Follows Vaswani et al. (2017), section 5: Adam with β = (0.9, 0.98),
-ε = 1e-9, the warm-up learning-rate schedule (:mod:`minitransformer.schedule`)
+ε = 1e-9, the warm-up learning-rate schedule (:mod:`minitransformer.training.schedule`)
 and label smoothing ε_ls = 0.1 (Szegedy et al. 2016), with gradient clipping
 added for robustness. :func:`fit` trains any model with the package's
 seq2seq interface, ``model(src (B, S), tgt_in (B, T)) -> logits (B, T, V)``,
 on any re-iterable of batches (objects with ``src``, ``tgt_in``, ``tgt_out``,
 e.g. :class:`minitransformer.data.Batch`). It runs unchanged on one device
-or under ``torchrun`` (:mod:`minitransformer.distributed`), resumes exactly
-from its checkpoints (:mod:`minitransformer.checkpoint`) and keeps a
+or under ``torchrun`` (:mod:`minitransformer.training.distributed`), resumes exactly
+from its checkpoints (:mod:`minitransformer.training.checkpoint`) and keeps a
 :class:`History` for plots.
 
 Shape letters: ``B`` batch, ``S`` source length, ``T`` target length,
@@ -59,7 +59,7 @@ class TrainConfig:
     eps: float = 1e-9
     weight_decay: float = 0.0
     label_smoothing: float = 0.1
-    # keep a moving average of the weights (minitransformer.averaging) with this
+    # keep a moving average of the weights (minitransformer.training.averaging) with this
     # decay; validation, checkpoints' model_state and the model after fit use it
     ema_decay: float | None = None
     clip_norm: float | None = 1.0  # max global gradient norm; None = no clipping
@@ -296,7 +296,8 @@ def fit(
     Training stops at whichever of ``epochs``, ``max_steps`` or ``max_minutes``
     comes first; then it evaluates and (if ``checkpoint_dir``) saves.
 
-    With ``config.ema_decay`` an :class:`~minitransformer.averaging.ExponentialMovingAverage`
+    With ``config.ema_decay`` an
+    :class:`~minitransformer.training.averaging.ExponentialMovingAverage`
     of the weights is updated after every step; validation losses are those
     of the averaged weights, checkpoints store them as ``model_state`` (the
     weights being trained go to ``train_state["ema"]`` for resuming), and

@@ -7,7 +7,7 @@ import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
-from .model import TransformerConfig
+from ..model import TransformerConfig
 
 __all__ = ["draw_architecture"]
 

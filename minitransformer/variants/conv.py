@@ -25,8 +25,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from .feedforward import PositionwiseFeedForward
-from .layernorm import LayerNorm
+from ..feedforward import PositionwiseFeedForward
+from ..layernorm import LayerNorm
 
 __all__ = ["ConvEncoderLayer", "ConvEncoder"]
 

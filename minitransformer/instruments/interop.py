@@ -14,8 +14,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .attention import MultiHeadAttention
-from .layers import DecoderLayer, EncoderLayer
+from ..attention import MultiHeadAttention
+from ..layers import DecoderLayer, EncoderLayer
 
 __all__ = ["load_torch_attention", "load_torch_encoder_layer", "load_torch_decoder_layer"]
 

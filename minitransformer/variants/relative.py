@@ -33,7 +33,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .attention import MultiHeadAttention, _check_mask, _fully_masked_rows, _unblock_rows
+from ..attention import MultiHeadAttention, _check_mask, _fully_masked_rows, _unblock_rows
 
 __all__ = ["relative_position_index", "RelativeMultiHeadAttention", "use_relative_positions"]
 

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 
 from torch import Tensor, nn
 
-from .attention import MultiHeadAttention
+from ..attention import MultiHeadAttention
 
 __all__ = ["record_attention"]
 

@@ -1,6 +1,6 @@
 """The book's figure style and a few plots every chapter uses.
 
-    from minitransformer.plotting import use_book_style, plot_attention
+    from minitransformer.instruments.plotting import use_book_style, plot_attention
     use_book_style()
     plot_attention(weights, src_tokens, tgt_tokens)
 

@@ -1,0 +1,6 @@
+"""The chapters' instruments: plotting style and heatmaps, the architecture
+diagram, attention probes, parameter tables and shape traces, ablations,
+and weight copying to and from PyTorch's own modules (interop).
+
+None of it is part of the model; it is how the book looks inside one.
+"""

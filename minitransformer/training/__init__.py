@@ -1,0 +1,20 @@
+"""Training machinery: the loop, its loss and schedules, checkpoints, weight
+averaging, multi-process training, the history it records and the book's
+presets.
+
+The Transformer itself lives at the top of the package; nothing here is
+needed to build or run a model, only to train one.
+"""
+
+from .averaging import ExponentialMovingAverage
+from .checkpoint import CHECKPOINT_FORMAT, build_model, load_checkpoint, save_checkpoint
+from .history import History
+from .loop import (
+    TrainConfig,
+    evaluate_loss,
+    fit,
+    label_smoothed_cross_entropy,
+    make_optimizer,
+    pick_device,
+)
+from .schedule import SCHEDULES, learning_rate, paper_noam_lr
