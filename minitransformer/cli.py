@@ -273,7 +273,7 @@ def _load(path: Path, device_name: str):
         raise CLIError(f"bad --device {device_name!r}: {err}") from None
     try:
         ckpt = load_checkpoint(file, map_location="cpu")
-        model = build_model(ckpt, map_location="cpu").to(device)
+        model = build_model(ckpt, map_location="cpu")
         vocabs = ckpt.get("vocabs") or {}
         src_vocab, tgt_vocab = Vocab.from_dict(vocabs["src"]), Vocab.from_dict(vocabs["tgt"])
     except FileNotFoundError as err:
@@ -282,6 +282,14 @@ def _load(path: Path, device_name: str):
         raise CLIError(f"{file} is not a translation checkpoint (missing {err})") from None
     except (ValueError, TypeError, RuntimeError, AttributeError) as err:
         raise CLIError(f"cannot use checkpoint {file}: {err}") from None
+    sizes = (getattr(model.config, "src_vocab_size", None),
+             getattr(model.config, "tgt_vocab_size", None))
+    if sizes != (len(src_vocab), len(tgt_vocab)):
+        raise CLIError(
+            f"cannot use checkpoint {file}: its vocabularies have {len(src_vocab)} / "
+            f"{len(tgt_vocab)} words but its model expects {sizes[0]} / {sizes[1]}"
+        )
+    model = model.to(device)
     info_file = file.parent / "run.json"
     try:
         info = json.loads(info_file.read_text()) if info_file.is_file() else {}

@@ -16,16 +16,27 @@ in the file. It holds:
 
 Files are written atomically: to a temporary file in the same folder, then
 renamed over the target (:func:`os.replace`), so a crash never leaves a
-half-written checkpoint under the real name.
+half-written checkpoint under the real name (a temporary file left by a
+killed save is removed by the next save of the same name).
+
+Loading runs nothing the file asks for. :func:`load_checkpoint` unpickles
+only tensors and plain values; :func:`build_model` rebuilds only the
+package's own models, looked up by name in :data:`MODEL_CLASSES` (never
+imported by name), and checks the stored sizes against each other before
+allocating anything: every tensor the config implies must be in the file
+with that shape, and the model may not need much more memory than the file
+holds (:data:`MAX_UNSTORED_BYTES`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import os
+import pickle
 import random
+import re
 import tempfile
+from glob import escape as glob_escape
 from pathlib import Path
 from typing import Any
 
@@ -33,10 +44,15 @@ import numpy as np
 import torch
 from torch import nn
 
+from ..model import Transformer, TransformerConfig
+from ..rnn.models import AttentionSeq2Seq, ContextSeq2Seq, RNNConfig, SimpleSeq2Seq
+
 __all__ = [
     "save_checkpoint",
     "load_checkpoint",
     "build_model",
+    "MODEL_CLASSES",
+    "MAX_UNSTORED_BYTES",
     "get_rng_state",
     "set_rng_state",
     "CHECKPOINT_FORMAT",
@@ -132,6 +148,8 @@ def save_checkpoint(
     }
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    for stale in path.parent.glob(f".{glob_escape(path.name)}.*.tmp"):
+        stale.unlink(missing_ok=True)  # left by a save that was killed (one writer per file)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
@@ -149,8 +167,10 @@ def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
     """Read a checkpoint with ``torch.load(weights_only=True)``.
 
     Accepts a file or a folder (then ``last.pt`` inside it). Raises
-    ``FileNotFoundError`` if there is none and ``ValueError`` if the file is
-    not a readable checkpoint.
+    ``FileNotFoundError`` if there is none and ``ValueError`` (one line) if
+    the file is not a readable checkpoint, e.g. truncated, or holding
+    pickled objects other than tensors and plain values, which are refused
+    because building them could run code.
     """
     path = Path(path)
     if path.is_dir():
@@ -159,38 +179,167 @@ def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
         raise FileNotFoundError(f"load_checkpoint: no checkpoint at {path}")
     try:
         ckpt = torch.load(path, map_location=map_location, weights_only=True)
-    except Exception as exc:  # truncated, corrupt or not a torch file
-        raise ValueError(f"load_checkpoint: {path} is not a readable checkpoint ({exc})") from exc
-    if not isinstance(ckpt, dict) or "model_state" not in ckpt:
+    except Exception as exc:  # a refused object, truncated, corrupt or not a torch file
+        found = re.search(r"GLOBAL ([\w.]+)", str(exc))
+        if isinstance(exc, pickle.UnpicklingError) and found:
+            raise ValueError(
+                f"load_checkpoint: {path} holds Python objects other than tensors and plain "
+                f"values ({found.group(1)}); refused, since building them could run code"
+            ) from None
+        reason = "corrupt or not a torch file"
+        if not isinstance(exc, pickle.UnpicklingError) and str(exc).strip():
+            reason = str(exc).strip().splitlines()[0][:200]
+        raise ValueError(
+            f"load_checkpoint: {path} is not a readable checkpoint ({reason})"
+        ) from None
+    if not isinstance(ckpt, dict) or not isinstance(ckpt.get("model_state"), dict):
         raise ValueError(f"load_checkpoint: {path} does not hold a minitransformer checkpoint")
     return ckpt
 
 
-def _import(name: str) -> type:
-    module, _, qualname = name.partition(":")
-    if not module.startswith("minitransformer"):
+#: The models :func:`build_model` rebuilds: the name stored in a checkpoint's
+#: ``model_class`` (``"module:Class"``) → (model class, its config class).
+#: Nothing else is ever imported or called on a checkpoint's say-so.
+MODEL_CLASSES: dict[str, tuple[type[nn.Module], type]] = {
+    _qualified_name(model): (model, config)
+    for model, config in [
+        (Transformer, TransformerConfig),
+        (SimpleSeq2Seq, RNNConfig),
+        (ContextSeq2Seq, RNNConfig),
+        (AttentionSeq2Seq, RNNConfig),
+    ]
+}
+
+#: Names of these classes before the package's layout change (``rnn.py``
+#: became ``rnn/models.py``), so older checkpoints still load.
+_FORMER_NAMES = {
+    "minitransformer.rnn:SimpleSeq2Seq": "minitransformer.rnn.models:SimpleSeq2Seq",
+    "minitransformer.rnn:ContextSeq2Seq": "minitransformer.rnn.models:ContextSeq2Seq",
+    "minitransformer.rnn:AttentionSeq2Seq": "minitransformer.rnn.models:AttentionSeq2Seq",
+    "minitransformer.rnn:RNNConfig": "minitransformer.rnn.models:RNNConfig",
+}
+
+#: How many bytes of tensors a rebuilt model may hold beyond those stored in
+#: the checkpoint (buffers left out of ``state_dict``): a file cannot make
+#: :func:`build_model` allocate much more memory than its own size.
+MAX_UNSTORED_BYTES = 64 * 2**20
+
+
+def _classes(ckpt: dict) -> tuple[type[nn.Module], type]:
+    name, config_name = ckpt.get("model_class"), ckpt.get("config_class")
+    if not isinstance(name, str) or not isinstance(config_name, str):
+        raise ValueError("build_model: the checkpoint names no model class or config class")
+    name = _FORMER_NAMES.get(name, name)
+    if name not in MODEL_CLASSES:
+        known = ", ".join(sorted(n.rpartition(":")[2] for n in MODEL_CLASSES))
         raise ValueError(
-            f"build_model: the checkpoint names class {name!r}; only classes of the "
-            f"minitransformer package are rebuilt automatically: build the model "
-            f"yourself and call model.load_state_dict(ckpt['model_state'])"
+            f"build_model: the checkpoint names model class {name[:200]!r}, which is not one "
+            f"of the package's models ({known}); build the model yourself and call "
+            f"model.load_state_dict(ckpt['model_state'])"
         )
-    obj: Any = importlib.import_module(module)
-    for part in qualname.split("."):
-        obj = getattr(obj, part)
-    return obj
+    model_cls, config_cls = MODEL_CLASSES[name]
+    if _FORMER_NAMES.get(config_name, config_name) != _qualified_name(config_cls):
+        raise ValueError(
+            f"build_model: the checkpoint's config class {config_name[:200]!r} is not "
+            f"{_qualified_name(config_cls)!r}, the config of {model_cls.__name__}"
+        )
+    return model_cls, config_cls
+
+
+def _config(config_cls: type, values: Any) -> Any:
+    if not isinstance(values, dict):
+        raise ValueError("build_model: the checkpoint's model_config is not a dict")
+    fields = {f.name for f in dataclasses.fields(config_cls)}
+    unknown = sorted(str(k)[:50] for k in values if k not in fields)
+    if unknown:
+        raise ValueError(
+            f"build_model: model_config has fields {config_cls.__name__} does not know: "
+            f"{', '.join(unknown[:5])}"
+        )
+    for key, value in values.items():
+        if not isinstance(value, (bool, int, float, str, type(None))):
+            raise ValueError(
+                f"build_model: model_config[{key!r}] is a {type(value).__name__}, "
+                f"expected a number, a string or None"
+            )
+    try:
+        return config_cls(**values)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"build_model: invalid model_config ({err})") from None
+
+
+def _tensor_bytes(tensors: Any) -> int:
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
+def _check_sizes(model_cls: type[nn.Module], config: Any, state: dict) -> None:
+    """Compare the tensors ``config`` implies with those of ``state`` without
+    allocating them (the model is built on the ``meta`` device first)."""
+    if not all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in state.items()):
+        raise ValueError("build_model: model_state must map names to tensors")
+    stored = _tensor_bytes(state.values())
+    # Integer sizes larger than the number of stored values cannot all be
+    # backed by the file; refuse before even the meta model is built (a
+    # layer count of a billion would build a billion module objects).
+    numel = sum(t.numel() for t in state.values())
+    for f in dataclasses.fields(config):
+        value = getattr(config, f.name)
+        if isinstance(value, int) and not isinstance(value, bool) and value > max(numel, 1):
+            raise ValueError(
+                f"build_model: model_config declares {f.name}={value}, more than the "
+                f"{numel} numbers stored in the checkpoint"
+            )
+    layers = sum(getattr(config, n, 0) for n in ("num_encoder_layers", "num_decoder_layers"))
+    if layers > len(state):
+        raise ValueError(
+            f"build_model: model_config declares {layers} layers but the checkpoint "
+            f"holds only {len(state)} tensors"
+        )
+    with torch.device("meta"):
+        shell = model_cls(config)
+    expected = shell.state_dict()
+    missing = [k for k in expected if k not in state]
+    unexpected = [k for k in state if k not in expected]
+    if missing or unexpected:
+        what = f"lacks {missing[0]!r}" if missing else f"has {unexpected[0][:100]!r}"
+        raise ValueError(
+            f"build_model: model_state does not match model_config: it {what} "
+            f"({len(missing)} missing, {len(unexpected)} unexpected tensors)"
+        )
+    for key, tensor in expected.items():
+        if tuple(state[key].shape) != tuple(tensor.shape):
+            raise ValueError(
+                f"build_model: model_state[{key!r}] has shape {tuple(state[key].shape)} but "
+                f"model_config implies {tuple(tensor.shape)}"
+            )
+    needed = _tensor_bytes([*shell.parameters(), *shell.buffers()])
+    if needed > stored + MAX_UNSTORED_BYTES:
+        raise ValueError(
+            f"build_model: the model would need {needed / 2**20:,.0f} MiB but the "
+            f"checkpoint stores {stored / 2**20:,.0f} MiB of tensors; refusing to allocate"
+        )
 
 
 def build_model(
     ckpt: dict | str | os.PathLike, map_location: str | torch.device = "cpu"
 ) -> nn.Module:
     """Rebuild the model stored in a checkpoint (a dict or a path), weights
-    loaded, in ``eval()`` mode. Works for models of this package whose
-    ``__init__`` takes their config object."""
+    loaded, in ``eval()`` mode.
+
+    Only the package's own models are rebuilt (:data:`MODEL_CLASSES`); any
+    other class name, a config with unknown fields or non-plain values, or
+    sizes that do not match the stored tensors raise ``ValueError`` (one
+    line) before any memory is allocated for the model. To load a model of
+    your own, build it and call ``model.load_state_dict(ckpt["model_state"])``.
+    """
     if not isinstance(ckpt, dict):
         ckpt = load_checkpoint(ckpt, map_location)
-    if ckpt.get("config_class") is None:
-        raise ValueError("build_model: the checkpoint holds no model config")
-    config_cls = _import(ckpt["config_class"])
-    model = _import(ckpt["model_class"])(config_cls(**ckpt["model_config"]))
-    model.load_state_dict(ckpt["model_state"])
+    model_cls, config_cls = _classes(ckpt)
+    config = _config(config_cls, ckpt.get("model_config"))
+    state = ckpt.get("model_state")
+    if not isinstance(state, dict):
+        raise ValueError("build_model: the checkpoint holds no model_state dict")
+    _check_sizes(model_cls, config, state)
+    model = model_cls(config)
+    model.load_state_dict(state)
     return model.to(map_location).eval()

@@ -1,0 +1,224 @@
+"""Reliability: what a hostile file or a careless user can make the package do.
+
+Nothing a file asks for runs (crafted checkpoints name classes, attributes
+and modules that must never be imported or called), declared sizes are
+checked before anything is allocated, bad corpus files and bad options give
+one line and exit status 2, and nothing is lost (partial outputs are
+flushed, the last good checkpoint is kept). Tiny models and the fixture
+corpus in ``tests/fixtures/multi30k`` keep it fast.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from minitransformer.cli import main
+from minitransformer.data import Vocab
+from minitransformer.model import Transformer, TransformerConfig
+from minitransformer.rnn import AttentionSeq2Seq, ContextSeq2Seq, RNNConfig, SimpleSeq2Seq
+from minitransformer.training import checkpoint as ckpt_module
+from minitransformer.training.checkpoint import (
+    MODEL_CLASSES,
+    build_model,
+    load_checkpoint,
+    save_checkpoint,
+)
+
+FIXTURES = Path(__file__).parent / "fixtures" / "multi30k"
+
+
+def _tiny_config(**overrides) -> TransformerConfig:
+    fields = dict(d_model=8, num_heads=2, num_encoder_layers=1, num_decoder_layers=1,
+                  d_ff=16, dropout=0.0, max_len=32)
+    return TransformerConfig(12, 14, **{**fields, **overrides})
+
+
+def _vocab(n: int) -> Vocab:
+    return Vocab(["<pad>", "<bos>", "<eos>", "<unk>"] + [f"w{i}" for i in range(n - 4)])
+
+
+@pytest.fixture
+def tiny_ckpt(tmp_path) -> Path:
+    """A valid checkpoint of a tiny Transformer with matching vocabularies."""
+    model = Transformer(_tiny_config())
+    return save_checkpoint(tmp_path / "tiny.pt", model, vocabs={"src": _vocab(12),
+                                                                "tgt": _vocab(14)})
+
+
+def _crafted(tmp_path: Path, base: Path, name: str = "crafted.pt", **changes) -> Path:
+    """A copy of checkpoint ``base`` with some entries replaced (written with
+    plain torch.save, as an attacker would)."""
+    ckpt = torch.load(base, weights_only=True)
+    ckpt.update(changes)
+    path = tmp_path / name
+    torch.save(ckpt, path)
+    return path
+
+
+def _cli(capsys, argv):
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _one_line_error(code: int, err: str) -> None:
+    assert code == 2, err
+    assert "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1, err
+
+
+# --- 1. a checkpoint names classes: nothing outside the registry runs ----------------------
+
+
+def test_registry_holds_exactly_the_packages_models():
+    assert {cls for cls, _ in MODEL_CLASSES.values()} == {
+        Transformer, SimpleSeq2Seq, ContextSeq2Seq, AttentionSeq2Seq}
+    for name, (model_cls, config_cls) in MODEL_CLASSES.items():
+        assert name == f"{model_cls.__module__}:{model_cls.__qualname__}"
+        assert model_cls.__module__.startswith("minitransformer.")
+        assert config_cls in (TransformerConfig, RNNConfig)
+    assert not hasattr(ckpt_module, "importlib")  # no import by name at all
+
+
+@pytest.mark.parametrize("model_class, config_class", [
+    # attribute traversal from a module of the package to os.system
+    ("minitransformer.training.checkpoint:os.system",
+     "minitransformer.training.checkpoint:os.getenv"),
+    ("minitransformer.model:Transformer.__init__.__globals__",
+     "minitransformer.model:TransformerConfig"),
+    ("minitransformer.model:torch.load", "minitransformer.model:TransformerConfig"),
+    # the right model with a config "class" that is a function
+    ("minitransformer.model:Transformer", "minitransformer.training.checkpoint:os.getenv"),
+    # a module whose name merely starts with the package's
+    ("minitransformer_evil:Model", "minitransformer_evil:Config"),
+    ("minitransformer.model:Transformer ", "minitransformer.model:TransformerConfig"),
+    (None, None),
+    (["minitransformer.model:Transformer"], "minitransformer.model:TransformerConfig"),
+])
+def test_crafted_class_names_are_refused_and_nothing_runs(
+    tiny_ckpt, tmp_path, monkeypatch, capsys, model_class, config_class
+):
+    calls = []
+    monkeypatch.setattr(os, "system", lambda *a: calls.append(("system", a)))
+    real_getenv = os.getenv
+
+    def getenv(*args, **kwargs):  # the crafted "config class": called with the config's fields
+        if kwargs:
+            calls.append(("getenv", kwargs))
+        return real_getenv(*args, **kwargs)
+
+    monkeypatch.setattr(os, "getenv", getenv)
+    # A module next to the user, as `model_class="minitransformer_evil:Model"` would import.
+    marker = tmp_path / "imported"
+    (tmp_path / "minitransformer_evil.py").write_text(
+        f"open({str(marker)!r}, 'w').close()\nclass Model: pass\nclass Config: pass\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    bad = _crafted(tmp_path, tiny_ckpt, model_class=model_class, config_class=config_class)
+    with pytest.raises(ValueError, match="build_model"):
+        build_model(bad)
+    code, out, err = _cli(capsys, ["translate", "--checkpoint", str(bad)])
+    _one_line_error(code, err)
+    assert out == ""
+    assert calls == [] and not marker.exists() and "minitransformer_evil" not in sys.modules
+
+
+def test_config_with_unknown_fields_or_objects_is_refused(tiny_ckpt, tmp_path):
+    ckpt = torch.load(tiny_ckpt, weights_only=True)
+    bad = _crafted(tmp_path, tiny_ckpt, model_config={**ckpt["model_config"], "evil": 1})
+    with pytest.raises(ValueError, match="does not know: evil"):
+        build_model(bad)
+    bad = _crafted(tmp_path, tiny_ckpt,
+                   model_config={**ckpt["model_config"], "dropout": [0.1]})
+    with pytest.raises(ValueError, match="dropout"):
+        build_model(bad)
+    bad = _crafted(tmp_path, tiny_ckpt, model_config={**ckpt["model_config"], "d_model": "8"})
+    with pytest.raises(ValueError, match="invalid model_config"):
+        build_model(bad)
+
+
+def test_pickled_objects_are_refused_in_the_packages_words(tmp_path, capsys):
+    class Runs:
+        def __reduce__(self):
+            return (os.getcwd, ())
+
+    path = tmp_path / "pickle.pt"
+    torch.save({"model_state": {}, "x": Runs()}, path)
+    with pytest.raises(ValueError, match="refused, since building them could run code") as info:
+        load_checkpoint(path)
+    assert "weights_only" not in str(info.value)
+    code, _, err = _cli(capsys, ["translate", "--checkpoint", str(path)])
+    _one_line_error(code, err)
+    assert "weights_only" not in err and "getcwd" in err
+
+
+def test_valid_and_former_names_still_load(tiny_ckpt, tmp_path):
+    model = build_model(tiny_ckpt)
+    assert isinstance(model, Transformer) and not model.training
+    rnn = AttentionSeq2Seq(RNNConfig(10, 11, emb_dim=4, hidden_dim=6, attn_dim=5))
+    path = save_checkpoint(tmp_path / "rnn.pt", rnn)
+    # Before the layout change the RNN models lived in minitransformer/rnn.py.
+    old = _crafted(tmp_path, path, model_class="minitransformer.rnn:AttentionSeq2Seq",
+                   config_class="minitransformer.rnn:RNNConfig")
+    rebuilt = build_model(old)
+    for (k, a), b in zip(rnn.state_dict().items(), rebuilt.state_dict().values(), strict=True):
+        assert torch.equal(a, b), k
+
+
+# --- 7. declared sizes are checked against the stored tensors before allocating -------------
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"d_model": 1_000_000, "num_heads": 1}, "declares d_model=1000000"),
+    ({"num_encoder_layers": 10**9}, "declares num_encoder_layers"),
+    ({"num_decoder_layers": 500}, "declares 501 layers"),
+    ({"src_vocab_size": 13}, r"src_embed.weight'\] has shape \(12, 8\)"),
+    ({"tgt_vocab_size": 2_000}, "tgt_embed.weight"),
+    ({"max_len": 33}, "pe"),
+    ({"d_ff": 2_000}, "implies"),
+    ({"positional": "learned"}, "does not match"),
+])
+def test_sizes_that_do_not_match_the_tensors_are_refused(tiny_ckpt, tmp_path, monkeypatch,
+                                                         change, message):
+    allocated = []
+    real_init = Transformer.__init__
+
+    def watch(self, config):  # record every model built outside the meta device
+        real_init(self, config)
+        allocated.extend(p.device.type for p in self.parameters() if p.device.type != "meta")
+
+    monkeypatch.setattr(Transformer, "__init__", watch)
+    ckpt = torch.load(tiny_ckpt, weights_only=True)
+    bad = _crafted(tmp_path, tiny_ckpt, model_config={**ckpt["model_config"], **change})
+    with pytest.raises(ValueError, match=message):
+        build_model(bad)
+    assert allocated == []  # refused before a real model was built
+
+
+def test_unstored_buffers_are_bounded(tiny_ckpt, tmp_path, monkeypatch):
+    """A model whose tensors are not all in its state_dict may not need much
+    more memory than the file holds."""
+
+    class Buffered(Transformer):
+        def __init__(self, config):
+            super().__init__(config)
+            self.register_buffer("scratch", torch.zeros(config.max_len, 2**20), persistent=False)
+
+    name = "minitransformer.model:Transformer"
+    monkeypatch.setitem(MODEL_CLASSES, name, (Buffered, TransformerConfig))
+    with pytest.raises(ValueError, match="refusing to allocate"):
+        build_model(tiny_ckpt)  # 32 × 2**20 floats = 128 MiB unstored
+
+
+def test_checkpoint_vocabularies_must_match_the_model(tiny_ckpt, tmp_path, capsys):
+    bad = _crafted(tmp_path, tiny_ckpt, vocabs={"src": _vocab(12).to_dict(),
+                                                "tgt": _vocab(15).to_dict()})
+    code, out, err = _cli(capsys, ["translate", "--checkpoint", str(bad)])
+    _one_line_error(code, err)
+    assert "15" in err and "14" in err and out == ""
