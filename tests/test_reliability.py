@@ -222,3 +222,18 @@ def test_checkpoint_vocabularies_must_match_the_model(tiny_ckpt, tmp_path, capsy
     code, out, err = _cli(capsys, ["translate", "--checkpoint", str(bad)])
     _one_line_error(code, err)
     assert "15" in err and "14" in err and out == ""
+
+
+# --- 11. a save killed half-way leaves a temporary file: the next save removes it ----------
+
+
+def test_the_next_save_removes_a_killed_saves_temporary_file(tmp_path):
+    stale = tmp_path / ".last.pt.k3x9q.tmp"  # what save_checkpoint's mkstemp names look like
+    stale.write_bytes(b"half a checkpoint")
+    others = [tmp_path / ".best.pt.a1b2c3.tmp", tmp_path / "notes.tmp", tmp_path / ".last.pt"]
+    for path in others:
+        path.write_bytes(b"keep")
+    save_checkpoint(tmp_path / "last.pt", Transformer(_tiny_config()))
+    assert not stale.exists()
+    assert all(path.read_bytes() == b"keep" for path in others)  # only its own name's
+    assert build_model(tmp_path / "last.pt").config == _tiny_config()
