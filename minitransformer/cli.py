@@ -299,13 +299,13 @@ def _load(path: Path, device_name: str):
 
 
 def _load_pairs(split: str, src: str, tgt: str, root: Path | None, download: bool):
-    from .data import DatasetNotFoundError, load_multi30k
+    from .data import CorpusError, DatasetNotFoundError, load_multi30k
 
     if src == tgt:
         raise CLIError(f"source and target language are both {src!r}")
     try:
         return load_multi30k(split, src, tgt, root=root, download=download)
-    except DatasetNotFoundError as err:
+    except (DatasetNotFoundError, CorpusError) as err:
         raise CLIError(str(err)) from None
 
 

@@ -202,13 +202,14 @@ def test_unreachable_server_gives_clear_error(isolated):
 
 
 def _write(folder: Path, split: str, de: list[str], en: list[str], gz: bool = True) -> None:
+    """A corpus of our own under Multi30k's names, listed in the folder's SHA256SUMS."""
     folder.mkdir(parents=True, exist_ok=True)
     for lang, lines in (("de", de), ("en", en)):
         data = "".join(line + "\n" for line in lines).encode()
-        if gz:
-            (folder / f"{split}.{lang}.gz").write_bytes(gzip.compress(data))
-        else:
-            (folder / f"{split}.{lang}").write_bytes(data)
+        path = folder / (f"{split}.{lang}.gz" if gz else f"{split}.{lang}")
+        path.write_bytes(gzip.compress(data) if gz else data)
+        with open(folder / "SHA256SUMS", "a") as sums:
+            sums.write(f"{_sha(path.read_bytes())}  {path.name}\n")
 
 
 def test_search_order_root_env_cache(isolated, monkeypatch):
@@ -246,8 +247,8 @@ def test_argument_errors(isolated):
 def test_pinned_urls_and_checksums_cover_every_file():
     assert MULTI30K_URL.startswith("https://raw.githubusercontent.com/multi30k/dataset/")
     assert MULTI30K_URL.endswith("data/task1/raw/")
-    names = {f"{s}.{lang}.gz" for s in MULTI30K_SPLITS for lang in MULTI30K_LANGS}
-    assert set(MULTI30K_SHA256) == names
+    names = {f"{s}.{lang}" for s in MULTI30K_SPLITS for lang in MULTI30K_LANGS}
+    assert set(MULTI30K_SHA256) == names | {name + ".gz" for name in names}  # and decompressed
     assert all(len(h) == 64 and int(h, 16) >= 0 for h in MULTI30K_SHA256.values())
 
 
@@ -265,7 +266,10 @@ needs_corpus = pytest.mark.skipif(
 @needs_corpus
 def test_real_corpus_checksums_match_pins():
     for name, digest in MULTI30K_SHA256.items():
-        assert _sha((_REAL / name).read_bytes()) == digest, name
+        if name.endswith(".gz"):
+            assert _sha((_REAL / name).read_bytes()) == digest, name
+        else:
+            assert _sha(gzip.decompress((_REAL / (name + ".gz")).read_bytes())) == digest, name
 
 
 @pytest.mark.slow

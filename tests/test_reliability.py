@@ -10,7 +10,10 @@ corpus in ``tests/fixtures/multi30k`` keep it fast.
 
 from __future__ import annotations
 
+import gzip
+import hashlib
 import os
+import random
 import sys
 from pathlib import Path
 
@@ -18,7 +21,8 @@ import pytest
 import torch
 
 from minitransformer.cli import main
-from minitransformer.data import Vocab
+from minitransformer.data import CorpusError, Vocab, load_multi30k
+from minitransformer.data import multi30k as multi30k_module
 from minitransformer.model import Transformer, TransformerConfig
 from minitransformer.rnn import AttentionSeq2Seq, ContextSeq2Seq, RNNConfig, SimpleSeq2Seq
 from minitransformer.training import checkpoint as ckpt_module
@@ -237,3 +241,123 @@ def test_the_next_save_removes_a_killed_saves_temporary_file(tmp_path):
     assert not stale.exists()
     assert all(path.read_bytes() == b"keep" for path in others)  # only its own name's
     assert build_model(tmp_path / "last.pt").config == _tiny_config()
+
+
+# --- 4. corpus files on disk are verified; damaged ones give one line -----------------------
+
+
+def _corpus_copy(tmp_path: Path, listed: bool = True) -> Path:
+    """The fixture corpus in a folder of its own (with or without its SHA256SUMS)."""
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    for path in FIXTURES.iterdir():
+        if listed or path.name != "SHA256SUMS":
+            (folder / path.name).write_bytes(path.read_bytes())
+    return folder
+
+
+def _list_sums(folder: Path) -> None:
+    (folder / "SHA256SUMS").write_text("".join(
+        f"{hashlib.sha256(p.read_bytes()).hexdigest()}  {p.name}\n"
+        for p in sorted(folder.iterdir()) if p.name != "SHA256SUMS"))
+
+
+def _damage(kind: str, path: Path) -> None:
+    data = path.read_bytes()
+    text = gzip.decompress(data)
+    if kind == "truncated":
+        path.write_bytes(data[: len(data) // 2])
+    elif kind == "bit-flipped":
+        flipped = bytearray(data)
+        flipped[len(data) // 2] ^= 0x10
+        path.write_bytes(bytes(flipped))
+    elif kind == "random":
+        path.write_bytes(random.Random(0).randbytes(len(data)))
+    elif kind == "latin-1":
+        path.write_bytes(gzip.compress(text.decode("utf-8").encode("latin-1")))
+    elif kind == "misaligned":
+        path.write_bytes(gzip.compress(text + b"one line too many\n"))
+    elif kind == "swapped":  # the other language under this name
+        other = path.name.replace(".de.", ".xx.").replace(".en.", ".de.").replace(".xx.", ".en.")
+        path.write_bytes((path.parent / other).read_bytes())
+
+
+DAMAGE = ["truncated", "bit-flipped", "random", "latin-1", "misaligned", "swapped"]
+
+
+@pytest.mark.parametrize("kind", DAMAGE)
+def test_a_damaged_or_swapped_corpus_file_is_refused_in_one_line(tmp_path, capsys, kind):
+    folder = _corpus_copy(tmp_path)
+    _damage(kind, folder / "train.de.gz")  # the German side has non-ASCII letters
+    with pytest.raises(CorpusError, match="train.de.gz does not match its SHA-256"):
+        load_multi30k("train", root=folder, download=False)
+    out = tmp_path / "run"
+    code, _, err = _cli(capsys, ["train", "--out", str(out), "--data-root", str(folder),
+                                 "--no-download", "--device", "cpu", "--max-steps", "1"])
+    _one_line_error(code, err)
+    assert "train.de.gz" in err and not out.exists()  # nothing written
+
+
+@pytest.mark.parametrize("kind, message", [
+    ("truncated", "cannot be read"), ("bit-flipped", "cannot be read"),
+    ("random", "cannot be read"), ("latin-1", "is not UTF-8 text"),
+    ("misaligned", "train.de.gz has 65 lines"), ("swapped", None),
+])
+def test_a_listed_but_unreadable_file_is_named_in_one_line(tmp_path, capsys, kind, message):
+    """When the damaged file is what the folder's SHA256SUMS lists (a corpus
+    of one's own that is itself bad), reading it fails with one line."""
+    folder = _corpus_copy(tmp_path)
+    _damage(kind, folder / "train.de.gz")
+    _list_sums(folder)
+    if message is None:  # a well-formed file in the wrong language cannot be told apart
+        assert load_multi30k("train", root=folder, download=False)
+        return
+    with pytest.raises(CorpusError, match=message) as info:
+        load_multi30k("train", root=folder, download=False)
+    assert len(str(info.value).splitlines()) == 1
+    code, _, err = _cli(capsys, ["train", "--out", str(tmp_path / "run"), "--data-root",
+                                 str(folder), "--no-download", "--device", "cpu"])
+    _one_line_error(code, err)
+
+
+def test_files_under_official_names_must_be_the_official_files(tmp_path):
+    folder = _corpus_copy(tmp_path, listed=False)  # the made-up fixtures, no SHA256SUMS
+    with pytest.raises(CorpusError, match="not the official Multi30k train.de.gz"):
+        load_multi30k("train", root=folder, download=False)
+    # Plain (decompressed) files are checked against the decompressed sums.
+    (folder / "val.de").write_bytes(gzip.decompress((folder / "val.de.gz").read_bytes()))
+    (folder / "val.de.gz").unlink()
+    with pytest.raises(CorpusError, match="not the official Multi30k val.de "):
+        load_multi30k("val", root=folder, download=False)
+
+
+_DATA = os.environ.get("MINITRANSFORMER_DATA")
+_REAL = Path(_DATA) / "multi30k" if _DATA else None
+
+
+@pytest.mark.skipif(_REAL is None or not (_REAL / "val.fr.gz").is_file(),
+                    reason="needs the Multi30k corpus in $MINITRANSFORMER_DATA/multi30k")
+def test_a_french_file_under_the_english_name_is_caught(tmp_path):
+    folder = tmp_path / "m"
+    folder.mkdir()
+    (folder / "val.de.gz").write_bytes((_REAL / "val.de.gz").read_bytes())
+    (folder / "val.en.gz").write_bytes((_REAL / "val.fr.gz").read_bytes())
+    with pytest.raises(CorpusError, match="not the official Multi30k val.en.gz"):
+        load_multi30k("val", root=folder, download=False)
+    assert len(load_multi30k("val", root=_REAL, download=False)) == 1014
+
+
+def test_verification_is_cached_by_size_and_mtime(tmp_path, monkeypatch):
+    folder = _corpus_copy(tmp_path)
+    hashed = []
+    real = multi30k_module._sha256
+    monkeypatch.setattr(multi30k_module, "_sha256", lambda p: hashed.append(p.name) or real(p))
+    load_multi30k("val", root=folder, download=False)
+    load_multi30k("val", root=folder, download=False)
+    assert sorted(hashed) == ["val.de.gz", "val.en.gz"]  # hashed once each
+    path = folder / "val.en.gz"
+    _damage("swapped", path)  # same size? no matter: the time changes
+    os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 10**9))
+    with pytest.raises(CorpusError):
+        load_multi30k("val", root=folder, download=False)
+    assert hashed.count("val.en.gz") == 2

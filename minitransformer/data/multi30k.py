@@ -18,6 +18,15 @@ else the cache folder. Every download is checked against a pinned SHA-256 and
 written atomically: bytes go to a temporary file in the same folder, which is
 renamed only when complete and verified, so no partial or corrupt file is
 ever left or used.
+
+Files already on disk are verified too, before they are read: against the
+pinned SHA-256 of the official file (compressed or plain), or, for a corpus
+of your own under these names, against a ``SHA256SUMS`` file in the same
+folder (the output of ``sha256sum *.gz``). A verified file is not hashed
+again while its size and modification time stay the same. A file that does
+not match (another language's file under this name, a truncated or damaged
+copy) or cannot be read as UTF-8 text raises :class:`CorpusError` with one
+line naming the file and what to do.
 """
 
 from __future__ import annotations
@@ -28,6 +37,7 @@ import http.client
 import os
 import tempfile
 import urllib.request
+import zlib
 from pathlib import Path
 
 __all__ = [
@@ -37,6 +47,7 @@ __all__ = [
     "MULTI30K_LANGS",
     "DatasetNotFoundError",
     "DownloadError",
+    "CorpusError",
     "default_cache_dir",
     "download_file",
     "load_multi30k",
@@ -56,7 +67,19 @@ MULTI30K_SHA256 = {
     "test_2016_flickr.de.gz": "9204244e408ccb38d2a55cfcd344df15005fc42a07a6e55ca6c52b6ababb8cc8",
     "test_2016_flickr.en.gz": "611d361c6334bc7246101d48097c13cf5c4413c5befc793cc629934359d532d9",
     "test_2016_flickr.fr.gz": "6d326e188d259fb1d04ac19eae3af956559b3a0b93d7635e56c90987c40c8b90",
+    # the same files decompressed (read when a folder holds plain {split}.{lang} files)
+    "train.de": "2c2b73fd2b548fbcde3a875e0a78d6ee94d498bfdee6bd3eae3945779e9ddf72",
+    "train.en": "460a15fbd157e34a7a9957ee388c1ca247fe47af3ef25fb50442af6c274e0fc6",
+    "train.fr": "5925a3c18f1587b6b54b87743106e6e8ab93618edb6f65d19eac0621f853a10d",
+    "val.de": "660e09eb7e1da2f856ea13ee5ad3cf6d36b3d5b0b733c857e94c5747a3dfc660",
+    "val.en": "1f2a23d992769b5b3d209b0a10dd0b77c08cceb1f20dfb97ed0aafa49d107227",
+    "val.fr": "5304e444d842e962b2dda4d816b70b22a1765b15401642b7ca37a67477e708dc",
+    "test_2016_flickr.de": "4be6b5b3236b79c25475c6bb829800a7ce559e9ba7a1f6c2394fe4d40be46d16",
+    "test_2016_flickr.en": "399a4382932c1aadd3ceb9bef1008d388a64c76d4ae4e9d4728c6f4301cac182",
+    "test_2016_flickr.fr": "cb3160d69b002bb638e66cc7612fcd56cb0af82eadc9c142dedc438afb885ef6",
 }
+#: The name of a folder's own list of checksums (``sha256sum``'s format).
+CHECKSUM_FILE = "SHA256SUMS"
 
 
 class DatasetNotFoundError(FileNotFoundError):
@@ -65,6 +88,11 @@ class DatasetNotFoundError(FileNotFoundError):
 
 class DownloadError(OSError):
     """A download failed: network error, truncated transfer or wrong checksum."""
+
+
+class CorpusError(ValueError):
+    """A corpus file on disk is unusable: wrong checksum, unreadable, or not
+    aligned with its other side."""
 
 
 def default_cache_dir() -> Path:
@@ -147,10 +175,75 @@ def download_file(
         tmp.unlink(missing_ok=True)
 
 
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+#: (file, size, mtime) → SHA-256 of the files hashed in this process. Hashing
+#: all nine official files takes about 50 ms, so a cache on disk would save
+#: little; this one spares the repeated loads of a notebook or a test run.
+_HASHED: dict[tuple[str, int, int], str] = {}
+
+
+def _cached_sha256(path: Path) -> str:
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    if key not in _HASHED:
+        _HASHED[key] = _sha256(path)
+    return _HASHED[key]
+
+
+def _listed_sums(folder: Path) -> dict[str, str]:
+    """``name → sha256`` from ``folder/SHA256SUMS`` (empty if there is none)."""
+    listing = folder / CHECKSUM_FILE
+    if not listing.is_file():
+        return {}
+    sums = {}
+    for line in listing.read_text(encoding="utf-8", errors="replace").splitlines():
+        digest, _, name = line.strip().partition(" ")
+        if len(digest) == 64 and name:
+            sums[name.strip().lstrip("*")] = digest.lower()
+    return sums
+
+
+def _verify(path: Path, checksums: dict[str, str]) -> None:
+    """Raise :class:`CorpusError` if ``path`` does not have its expected SHA-256
+    (from the folder's ``SHA256SUMS``, else ``checksums``; none known: accepted)."""
+    listed = _listed_sums(path.parent)
+    expected = listed.get(path.name) or checksums.get(path.name)
+    if expected is None or _cached_sha256(path) == expected.lower():
+        return
+    if path.name in listed:
+        raise CorpusError(
+            f"{path} does not match its SHA-256 in {path.parent / CHECKSUM_FILE}: the file "
+            f"changed or is damaged; restore it or update the list"
+        )
+    raise CorpusError(
+        f"{path} is not the official Multi30k {path.name} (SHA-256 mismatch: another "
+        f"language's file, a truncated or damaged copy?); delete it to download it again, or "
+        f"for a corpus of your own list its sums in {path.parent / CHECKSUM_FILE}"
+    )
+
+
 def _read_lines(path: Path) -> list[str]:
     opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as f:
-        return [line.rstrip("\r\n") for line in f]
+    try:
+        with opener(path, "rt", encoding="utf-8") as f:
+            return [line.rstrip("\r\n") for line in f]
+    except UnicodeDecodeError as err:
+        raise CorpusError(
+            f"{path} is not UTF-8 text (byte 0x{err.object[err.start]:02x} at offset "
+            f"{err.start}; Latin-1?); convert it to UTF-8 or replace it"
+        ) from None
+    except (OSError, EOFError, zlib.error) as err:  # gzip.BadGzipFile is an OSError
+        raise CorpusError(
+            f"{path} cannot be read ({type(err).__name__}: {err or 'unexpected end'}; "
+            f"truncated or not gzip?); delete it to download it again"
+        ) from None
 
 
 def load_multi30k(
@@ -172,12 +265,18 @@ def load_multi30k(
         root: a folder to look in first (and to download into, if given).
         download: if False, never use the network.
         base_url, checksums: where to download from and the SHA-256 sums to
-            check (defaults: the official repository and :data:`MULTI30K_SHA256`;
-            tests point them at a local server).
+            check downloads and files on disk against (defaults: the official
+            repository and :data:`MULTI30K_SHA256`; tests point them at a local
+            server). A folder's own ``SHA256SUMS`` takes precedence for its files.
         progress: show a tqdm bar while downloading.
 
     Returns:
         The sentences as raw text (not tokenised), aligned line by line.
+
+    Raises:
+        DatasetNotFoundError: a file is missing and could not be downloaded.
+        CorpusError: a file on disk is not the expected one, cannot be read
+            as UTF-8 text, or the two sides have different numbers of lines.
     """
     if split not in MULTI30K_SPLITS:
         raise ValueError(f"load_multi30k: split must be one of {MULTI30K_SPLITS}, got {split!r}")
@@ -189,7 +288,7 @@ def load_multi30k(
     checksums = MULTI30K_SHA256 if checksums is None else checksums
     dirs = _search_dirs(root)
     target_dir = Path(root) if root is not None else default_cache_dir()
-    sides = []
+    sides, paths = [], []
     for lang in (src_lang, tgt_lang):
         name = f"{split}.{lang}.gz"
         path = _find(name, dirs)
@@ -212,11 +311,13 @@ def load_multi30k(
                 )
             except DownloadError as err:
                 raise DatasetNotFoundError(f"{hint}\nThe download failed: {err}") from err
+        _verify(path, checksums)
         sides.append(_read_lines(path))
+        paths.append(path)
     src, tgt = sides
     if len(src) != len(tgt):
-        raise ValueError(
-            f"load_multi30k: {split}.{src_lang} has {len(src)} lines but "
-            f"{split}.{tgt_lang} has {len(tgt)}; the files do not belong together"
+        raise CorpusError(
+            f"load_multi30k: {paths[0]} has {len(src)} lines but {paths[1]} has {len(tgt)}; "
+            "the files do not belong together"
         )
     return list(zip(src, tgt, strict=True))
