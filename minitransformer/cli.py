@@ -27,8 +27,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
+import re
 import sys
+import tempfile
 import time
+import unicodedata
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -112,6 +117,38 @@ def _positive_float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
     if not value > 0:
         raise argparse.ArgumentTypeError(f"expected a positive number, got {value}")
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {value} (not finite)")
+    return value
+
+
+def _finite_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {value}")
+    return value
+
+
+def _seed(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if not 0 <= value < 2**64:
+        raise argparse.ArgumentTypeError(f"expected an integer in [0, 2**64), got {value}")
+    return value
+
+
+def _beam(text: str) -> int:
+    from .decoding import MAX_ROWS
+
+    value = _positive_int(text)
+    if value > MAX_ROWS:
+        raise argparse.ArgumentTypeError(
+            f"expected at most {MAX_ROWS} (the rows decoded at once), got {value}")
     return value
 
 
@@ -194,7 +231,7 @@ def build_parser() -> argparse.ArgumentParser:
                      "this decay (0 = the weights as trained)")
     opt.add_argument("--eval-every", type=_positive_int, default=None,
                      help="validate every N steps (default: after each epoch)")
-    opt.add_argument("--seed", type=int, default=0)
+    opt.add_argument("--seed", type=_seed, default=0)
     opt.add_argument("--device", default="auto", help="'auto' (CUDA, MPS, CPU) or a torch device")
     opt.add_argument("--amp", choices=["auto", "bf16", "off"], default="auto",
                      help="bf16 autocast ('auto': on CUDA GPUs that support it)")
@@ -237,9 +274,9 @@ def build_parser() -> argparse.ArgumentParser:
 def _decoding_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--checkpoint", required=True, type=Path,
                    help="a checkpoint file, or a training folder (best.pt, else last.pt)")
-    p.add_argument("--beam", type=_positive_int, default=1,
+    p.add_argument("--beam", type=_beam, default=1,
                    help="beam size (1 = greedy search)")
-    p.add_argument("--length-penalty", type=float, default=0.6,
+    p.add_argument("--length-penalty", type=_finite_float, default=0.6,
                    help="GNMT length penalty alpha of beam search")
     p.add_argument("--batch-size", type=_positive_int, default=128,
                    help="sentences decoded together")
@@ -309,6 +346,14 @@ def _load_pairs(split: str, src: str, tgt: str, root: Path | None, download: boo
         raise CLIError(str(err)) from None
 
 
+def _one_line(text: str) -> str:
+    """``text`` as one printable line: whitespace runs (line breaks included)
+    become one space and control characters (e.g. the ESC of a terminal
+    escape sequence stored in a vocabulary) are dropped."""
+    text = " ".join(text.split())
+    return "".join(ch for ch in text if unicodedata.category(ch) != "Cc")
+
+
 def _translate(model, sentences: list[str], src_vocab, tgt_vocab, args) -> list[str]:
     from .decoding import translate
 
@@ -317,7 +362,7 @@ def _translate(model, sentences: list[str], src_vocab, tgt_vocab, args) -> list[
         batch_size=args.batch_size, length_penalty=args.length_penalty,
     )
     # One line per input line, whatever the model produced.
-    return [" ".join(line.split()) for line in out]
+    return [_one_line(line) for line in out]
 
 
 # --------------------------------------------------------------------------- commands
@@ -425,36 +470,104 @@ def _cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read_lines(stream) -> list[str]:
-    text = stream.read()
-    lines = text.split("\n")
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+def _input_lines(stream):
+    """The lines of ``stream`` without their ends, which may be ``\\n``,
+    ``\\r\\n`` or a lone ``\\r``; bytes that are not UTF-8 become U+FFFD. Read as
+    they come when ``stream`` has a binary buffer (a pipe or a file)."""
+    import io
+
+    if hasattr(stream, "buffer"):
+        text = io.TextIOWrapper(stream.buffer, encoding="utf-8", errors="replace", newline=None)
+        for line in text:
+            yield line.removesuffix("\n")
+        text.detach()
+        return
+    lines = _LINE_END.split(stream.read())
     if lines and lines[-1] == "":
-        lines.pop()  # the newline that ends the last line
-    return [line.rstrip("\r") for line in lines]
+        lines.pop()  # the line end of the last line
+    yield from lines
+
+
+def _windows(lines, size: int):
+    window = []
+    for line in lines:
+        window.append(line)
+        if len(window) == size:
+            yield window
+            window = []
+    if window:
+        yield window
 
 
 def _cmd_translate(args: argparse.Namespace) -> int:
     model, src_vocab, tgt_vocab, _ = _load(args.checkpoint, args.device)
-    for stream in (sys.stdin, sys.stdout):  # UTF-8 whatever the locale (e.g. on Windows)
-        if hasattr(stream, "reconfigure"):
-            stream.reconfigure(encoding="utf-8", errors="replace")
-    stdin = sys.stdin
-    if stdin.isatty():  # interactive: answer each line at once
-        for line in stdin:
-            line = line.rstrip("\r\n")
-            print(_translate(model, [line], src_vocab, tgt_vocab, args)[0], flush=True)
-        return 0
-    lines = _read_lines(stdin)
-    for hyp in _translate(model, lines, src_vocab, tgt_vocab, args):
-        sys.stdout.write(hyp + "\n")
-    sys.stdout.flush()
+    if hasattr(sys.stdout, "reconfigure"):  # UTF-8 whatever the locale (e.g. on Windows)
+        sys.stdout.reconfigure(encoding="utf-8", errors="replace")
+    # Each window of lines is translated, written and flushed before the next
+    # is read: an interrupted or failing run keeps every finished line, and
+    # an interactive user gets each answer at once.
+    size = 1 if sys.stdin.isatty() else args.batch_size
+    done = 0
+    for window in _windows(_input_lines(sys.stdin), size):
+        try:
+            hyps = _translate(model, window, src_vocab, tgt_vocab, args)
+        except (MemoryError, RuntimeError) as err:
+            if not _out_of_memory(err):
+                raise
+            raise CLIError(f"out of memory after {done} lines; try a smaller --batch-size "
+                           f"or --beam") from None
+        for hyp in hyps:
+            sys.stdout.write(hyp + "\n")
+        sys.stdout.flush()
+        done += len(window)
     return 0
 
 
+def _out_of_memory(err: BaseException) -> bool:
+    text = str(err).lower()
+    return isinstance(err, MemoryError) or "out of memory" in text or "can't allocate" in text
+
+
+def _reserve_output(path: Path, checkpoint: Path) -> Path:
+    """Check ``--output`` before any decoding: not a folder, not the checkpoint
+    being read, and writable (a temporary file is created beside it, and
+    returned; the translations go there and are renamed over ``path`` at the
+    end, so a failed run leaves an existing file as it was)."""
+    if path.is_dir():
+        raise CLIError(f"--output {path} is a folder")
+    if path.exists() and path.resolve() == checkpoint.resolve():
+        raise CLIError(f"--output {path} is the checkpoint being evaluated")
+    if not path.parent.is_dir():
+        raise CLIError(f"--output {path}: {path.parent} is not an existing folder")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise CLIError(f"--output {path} cannot be written (permission denied)")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as err:
+        raise CLIError(f"--output {path} cannot be written ({err.strerror})") from None
+    os.close(fd)
+    return Path(tmp)
+
+
 def _cmd_evaluate(args: argparse.Namespace) -> int:
-    from .decoding import corpus_bleu
 
     model, src_vocab, tgt_vocab, info = _load(args.checkpoint, args.device)
+    reserved = None
+    if args.output is not None:
+        reserved = _reserve_output(args.output, _checkpoint_file(args.checkpoint))
+    try:
+        return _evaluate(args, model, src_vocab, tgt_vocab, info, reserved)
+    finally:
+        if reserved is not None:
+            reserved.unlink(missing_ok=True)
+
+
+def _evaluate(args, model, src_vocab, tgt_vocab, info, reserved: Path | None) -> int:
+    from .decoding import corpus_bleu
+
     src_lang, tgt_lang = info.get("src_lang", "de"), info.get("tgt_lang", "en")
     pairs = _load_pairs(args.split, src_lang, tgt_lang, args.data_root, not args.no_download)
     if args.limit is not None:
@@ -462,8 +575,12 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     hyps = _translate(model, [s for s, _ in pairs], src_vocab, tgt_vocab, args)
     seconds = time.perf_counter() - t0
-    if args.output is not None:
-        args.output.write_text("".join(h + "\n" for h in hyps), encoding="utf-8")
+    if reserved is not None:
+        try:
+            reserved.write_text("".join(h + "\n" for h in hyps), encoding="utf-8")
+            os.replace(reserved, args.output)
+        except OSError as err:
+            raise CLIError(f"cannot write --output {args.output}: {err.strerror}") from None
     bleu = corpus_bleu(hyps, [t for _, t in pairs])
     search = "greedy" if args.beam == 1 else f"beam {args.beam}"
     print(f"{args.split} {src_lang}→{tgt_lang}, {len(pairs)} sentences, {search}, "

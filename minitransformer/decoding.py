@@ -37,6 +37,7 @@ from torch import Tensor, nn
 from .seq2seq import IncrementalDecoder, reorder_tensors
 
 __all__ = [
+    "MAX_ROWS",
     "PrefixDecoder",
     "incremental_decoder",
     "greedy_decode",
@@ -47,6 +48,10 @@ __all__ = [
     "corpus_bleu",
 ]
 
+
+#: Default bound of :func:`translate` on the rows (sentences × beam) decoded
+#: together: 128 sentences with beam 4, or one sentence with beam 1,000.
+MAX_ROWS = 1024
 
 # --------------------------------------------------------------------------- helpers
 
@@ -361,12 +366,17 @@ def translate(
     lowercase: bool = True,
     device: torch.device | str | None = None,
     use_cache: bool = True,
+    max_rows: int = MAX_ROWS,
 ) -> list[str]:
     """Translate raw sentences: tokenise, encode, decode, detokenise.
 
     Sentences are decoded in batches of similar source length (sorted, then
     put back in the input order), each with ``max_len`` = its batch's longest
-    source + ``extra_len`` (capped by the model's ``config.max_len``).
+    source + ``extra_len`` (capped by the model's ``config.max_len``). A batch
+    holds at most ``batch_size`` sentences and at most ``max_rows`` rows
+    (sentences × beam size), which bounds the memory of a decoding step: the
+    candidate scores take ``rows × V`` floats and the key/value cache grows
+    with ``rows × layers × length × d_model``.
 
     Args:
         model: a trained seq2seq model.
@@ -381,6 +391,8 @@ def translate(
         lowercase: tokenise lower-cased (as the vocabularies were built).
         device: where to run (default: where the model's parameters are).
         use_cache: see :func:`greedy_decode`.
+        max_rows: at most this many rows decoded together (at least
+            ``beam_size``): ``beam_size = 1000`` decodes one sentence at a time.
 
     Returns:
         one detokenised translation per input sentence, in order.
@@ -391,6 +403,13 @@ def translate(
         raise TypeError("translate: expected a list of sentences, got a single string")
     _check_positive(beam_size, "beam_size", "translate")
     _check_positive(batch_size, "batch_size", "translate")
+    _check_positive(max_rows, "max_rows", "translate")
+    if beam_size > max_rows:
+        raise ValueError(
+            f"translate: beam_size {beam_size} is larger than max_rows {max_rows}, the rows "
+            "decoded at once (which bound the memory)"
+        )
+    batch_size = min(batch_size, max_rows // beam_size)
     if device is None:
         device = next(model.parameters()).device
     pad_id = model.config.pad_id

@@ -12,13 +12,18 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import io
 import os
 import random
+import re
 import sys
+import unicodedata
 from pathlib import Path
 
 import pytest
 import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from minitransformer.cli import main
 from minitransformer.data import CorpusError, Vocab, load_multi30k
@@ -71,9 +76,12 @@ def _cli(capsys, argv):
 
 
 def _one_line_error(code: int, err: str) -> None:
+    """Exit status 2 and one error line (argparse puts its usage lines first)."""
     assert code == 2, err
     assert "Traceback" not in err
-    assert len(err.strip().splitlines()) == 1, err
+    lines = err.strip().splitlines()
+    assert "error: " in lines[-1], err
+    assert all(line.startswith(("usage: ", " ")) for line in lines[:-1]), err
 
 
 # --- 1. a checkpoint names classes: nothing outside the registry runs ----------------------
@@ -361,3 +369,313 @@ def test_verification_is_cached_by_size_and_mtime(tmp_path, monkeypatch):
     with pytest.raises(CorpusError):
         load_multi30k("val", root=folder, download=False)
     assert hashed.count("val.en.gz") == 2
+
+
+# --- 6. translate: memory bounded by rows, output written and flushed as it is made -------
+
+
+def _untrained_checkpoint(folder: Path, tgt_words: list[str] | None = None,
+                          force: str | None = None, max_len: int = 64) -> Path:
+    """An untrained tiny Transformer with the fixture corpus's vocabularies
+    (``tgt_words`` replaces the target words; ``force`` makes the model emit
+    that word until ``max_len``)."""
+    from minitransformer.data import build_vocabs, load_multi30k
+
+    src_vocab, tgt_vocab = build_vocabs(load_multi30k("train", root=FIXTURES, download=False))
+    if tgt_words is not None:
+        tgt_vocab = Vocab(["<pad>", "<bos>", "<eos>", "<unk>", *tgt_words])
+    model = Transformer(TransformerConfig(len(src_vocab), len(tgt_vocab), d_model=16,
+                                          num_heads=2, num_encoder_layers=1,
+                                          num_decoder_layers=1, d_ff=32, dropout=0.0,
+                                          max_len=max_len))
+    if force is not None:
+        with torch.no_grad():
+            model.generator.bias[tgt_vocab.stoi[force]] = 1e4
+    return save_checkpoint(folder / "untrained.pt", model,
+                           vocabs={"src": src_vocab, "tgt": tgt_vocab})
+
+
+@pytest.fixture(scope="module")
+def untrained(tmp_path_factory) -> Path:
+    return _untrained_checkpoint(tmp_path_factory.mktemp("untrained"))
+
+
+def _source_lines(n: int) -> list[str]:
+    lines = gzip.decompress((FIXTURES / "test_2016_flickr.de.gz").read_bytes()).decode()
+    return (lines.splitlines() * n)[:n]
+
+
+@pytest.mark.slow
+def test_beam_search_rows_never_exceed_the_budget(untrained, monkeypatch):
+    """Memory of a decoding step grows with the rows (sentences × beam) in it:
+    however large the batch, each call decodes at most max_rows rows, and the
+    translations are those of an unbounded run."""
+    from minitransformer import decoding
+
+    model = build_model(untrained)
+    ckpt = torch.load(untrained, weights_only=True)
+    src_vocab, tgt_vocab = (Vocab.from_dict(ckpt["vocabs"][k]) for k in ("src", "tgt"))
+    # Sentences of one length, so every batch gets the same max_len whatever its make-up.
+    from minitransformer.data import tokenize
+
+    sentences = [s for s, _ in load_multi30k("train", root=FIXTURES, download=False)
+                 if len(tokenize(s)) == 6][:20]
+    assert len(sentences) == 20
+    rows = []
+    real = decoding.beam_search
+
+    def counting(model, src, beam_size, *args):
+        rows.append(src.shape[0] * beam_size)
+        return real(model, src, beam_size, *args)
+
+    monkeypatch.setattr(decoding, "beam_search", counting)
+    bounded = decoding.translate(model, sentences, src_vocab, tgt_vocab, beam_size=5,
+                                 batch_size=128, max_rows=12)
+    assert rows and max(rows) <= 12 and sum(rows) == 5 * len(sentences)
+    rows.clear()
+    unbounded = decoding.translate(model, sentences, src_vocab, tgt_vocab, beam_size=5,
+                                   batch_size=128, max_rows=10_000)
+    assert rows == [5 * len(sentences)]
+    assert bounded == unbounded
+    with pytest.raises(ValueError, match="larger than max_rows"):
+        decoding.translate(model, sentences, src_vocab, tgt_vocab, beam_size=13, max_rows=12)
+
+
+@pytest.mark.slow
+def test_cli_beam_1000_decodes_one_sentence_at_a_time(untrained, monkeypatch, capsys):
+    from minitransformer import decoding
+
+    rows = []
+    real = decoding.beam_search
+    monkeypatch.setattr(decoding, "beam_search", lambda model, src, k, *a: (
+        rows.append(src.shape[0] * k) or real(model, src, k, *a)))
+    monkeypatch.setattr(sys, "stdin", _Stdin("\n".join(_source_lines(3)) + "\n"))
+    code, out, err = _cli(capsys, ["translate", "--checkpoint", str(untrained), "--beam",
+                                   "1000", "--device", "cpu"])
+    assert code == 0, err
+    assert out.count("\n") == 3 and rows == [1000, 1000, 1000]
+    code, _, err = _cli(capsys, ["translate", "--checkpoint", str(untrained), "--beam", "5000"])
+    _one_line_error(code, err)
+    assert "at most 1024" in err
+
+
+class _Stdin(io.TextIOWrapper):
+    """A piped stdin over bytes (not a terminal)."""
+
+    def __init__(self, data: str | bytes):
+        raw = data.encode("utf-8") if isinstance(data, str) else data
+        super().__init__(io.BytesIO(raw), encoding="utf-8", errors="replace")
+
+
+class _OneLineAtATime(io.RawIOBase):
+    """A pipe that delivers one line per read, then interrupts (Ctrl-C)."""
+
+    def __init__(self, lines: list[bytes]):
+        self.lines = list(lines)
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        if not self.lines:
+            raise KeyboardInterrupt
+        line = self.lines.pop(0)
+        buffer[: len(line)] = line
+        return len(line)
+
+
+def test_translate_writes_each_batch_as_it_finishes(untrained, monkeypatch, capsys):
+    lines = [line.encode() + b"\n" for line in _source_lines(5)]
+    stdin = io.TextIOWrapper(io.BufferedReader(_OneLineAtATime(lines)), encoding="utf-8")
+    monkeypatch.setattr(sys, "stdin", stdin)
+    code, out, err = _cli(capsys, ["translate", "--checkpoint", str(untrained),
+                                   "--batch-size", "2"])
+    # Ctrl-C while the sixth line was awaited: the four lines of the two
+    # full batches were written; the fifth, in an unfinished batch, was not.
+    assert code == 130 and "interrupted" in err
+    assert out.count("\n") == 4
+
+
+def test_translate_keeps_finished_lines_when_decoding_fails(untrained, monkeypatch, capsys):
+    from minitransformer import cli
+
+    calls = []
+    real = cli._translate
+
+    def fails_second_time(*args):
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("CUDA out of memory. Tried to allocate 1.8 GiB")
+        return real(*args)
+
+    monkeypatch.setattr(cli, "_translate", fails_second_time)
+    monkeypatch.setattr(sys, "stdin", _Stdin("\n".join(_source_lines(5)) + "\n"))
+    code, out, err = _cli(capsys, ["translate", "--checkpoint", str(untrained),
+                                   "--batch-size", "2"])
+    _one_line_error(code, err)
+    assert "out of memory after 2 lines" in err and out.count("\n") == 2
+
+
+# --- 11. what reaches the terminal: one printable line per input line ----------------------
+
+
+def test_escape_sequences_in_a_vocabulary_do_not_reach_the_terminal(tmp_path, monkeypatch,
+                                                                    capsys):
+    evil = "\x1b]0;pwned\x07\x1b[2J\x9b31m\rline\nbreak\u2028"
+    path = _untrained_checkpoint(tmp_path, tgt_words=[evil, "ok"], force=evil)
+    monkeypatch.setattr(sys, "stdin", _Stdin("Ein Hund läuft.\nEin Mann.\n"))
+    code, out, err = _cli(capsys, ["translate", "--checkpoint", str(path)])
+    assert code == 0, err
+    lines = out.split("\n")
+    assert len(lines) == 3 and lines[-1] == ""
+    assert "]0;pwned" in lines[0]  # the text is kept, the control characters are not
+    assert not any(unicodedata.category(ch) == "Cc" for ch in out.replace("\n", ""))
+    assert "\u2028" not in out
+
+
+def test_carriage_return_line_ends_are_line_ends(untrained, monkeypatch, capsys):
+    text = b"Ein Hund l\xc3\xa4uft.\rEin Mann.\r\rEin Kind.\r\nZwei M\xe4nner."  # Latin-1 byte
+    monkeypatch.setattr(sys, "stdin", _Stdin(text))
+    code, out, err = _cli(capsys, ["translate", "--checkpoint", str(untrained)])
+    assert code == 0, err
+    lines = out.split("\n")
+    assert len(lines) == 6 and lines[2] == "" and lines[-1] == ""
+
+
+def _expected_lines(data: bytes) -> int:
+    if not data:
+        return 0
+    parts = re.split(rb"\r\n|\r|\n", data)
+    return len(parts) - (parts[-1] == b"")
+
+
+@pytest.fixture(scope="module")
+def loaded_once(tmp_path_factory):
+    """A model that stops after 12 tokens, loaded once for all the fuzz examples:
+    ``(checkpoint path, what cli._load returns)``."""
+    from minitransformer import cli
+
+    path = _untrained_checkpoint(tmp_path_factory.mktemp("fuzz"), max_len=12)
+    return path, cli._load(path, "cpu")
+
+
+@settings(max_examples=30, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.one_of(st.binary(max_size=20),
+                          st.sampled_from([b"\r", b"\n", b"\r\n", b"\n\r", b"\x1b[2J", b"\x00",
+                                           b"\xc2\x85", b"\xe2\x80\xa8", b"\xff\xfe",
+                                           "Ein Hund läuft im Park.".encode()])),
+                max_size=10).map(b"".join))
+def test_fuzz_translate_any_bytes_give_one_line_per_line(loaded_once, data):
+    from minitransformer import cli
+
+    path, loaded = loaded_once
+    out = io.BytesIO()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(cli, "_load", lambda *args: loaded)
+        mp.setattr(sys, "stdin", _Stdin(data))
+        mp.setattr(sys, "stdout", io.TextIOWrapper(out, encoding="utf-8"))
+        code = main(["translate", "--checkpoint", str(path), "--batch-size", "3"])
+        sys.stdout.flush()
+        text = out.getvalue().decode("utf-8")
+    assert code == 0
+    assert text.count("\n") == _expected_lines(data)
+    assert text == "" or text.endswith("\n")
+    assert not any(unicodedata.category(ch) == "Cc" for ch in text.replace("\n", ""))
+    assert "\u2028" not in text and "\x85" not in text
+
+
+# --- 9. evaluate --output is checked before decoding and never replaces the checkpoint -----
+
+
+def _no_decoding(monkeypatch):
+    from minitransformer import cli
+
+    def fail(*args):
+        raise AssertionError("decoded before --output was checked")
+
+    monkeypatch.setattr(cli, "_translate", fail)
+
+
+def test_evaluate_output_cannot_be_the_checkpoint(untrained, monkeypatch, capsys):
+    before = untrained.read_bytes()
+    _no_decoding(monkeypatch)
+    for output in (untrained, untrained.parent / "." / untrained.name):
+        code, out, err = _cli(capsys, ["evaluate", "--checkpoint", str(untrained), "--output",
+                                       str(output), "--data-root", str(FIXTURES),
+                                       "--no-download"])
+        _one_line_error(code, err)
+        assert "is the checkpoint being evaluated" in err and out == ""
+    assert untrained.read_bytes() == before
+
+
+@pytest.mark.parametrize("where, message", [
+    ("missing/out.txt", "is not an existing folder"),
+    ("file.txt/out.txt", "is not an existing folder"),
+    (".", "is a folder"),
+])
+def test_evaluate_output_is_checked_before_decoding(untrained, tmp_path, monkeypatch, capsys,
+                                                   where, message):
+    (tmp_path / "file.txt").write_text("x")
+    _no_decoding(monkeypatch)
+    code, _, err = _cli(capsys, ["evaluate", "--checkpoint", str(untrained), "--output",
+                                 str(tmp_path / where), "--data-root", str(FIXTURES),
+                                 "--no-download"])
+    _one_line_error(code, err)
+    assert message in err
+
+
+def test_evaluate_output_replaced_only_when_complete(untrained, tmp_path, monkeypatch, capsys):
+    from minitransformer import cli
+
+    output = tmp_path / "hyps.txt"
+    output.write_text("earlier translations\n")
+
+    def interrupted(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "_translate", interrupted)
+    argv = ["evaluate", "--checkpoint", str(untrained), "--output", str(output),
+            "--data-root", str(FIXTURES), "--no-download"]
+    code, _, _ = _cli(capsys, argv)
+    assert code == 130 and output.read_text() == "earlier translations\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["hyps.txt"]  # no temporary file
+    monkeypatch.undo()
+    code, _, err = _cli(capsys, argv)
+    assert code == 0, err
+    assert output.read_text().count("\n") == 8
+
+
+# --- 10. user mistakes: one line, exit status 2 ---------------------------------------------
+
+
+@pytest.mark.parametrize("device", ["cuda", "cuda:7", "meta", "mps", "warp-drive"])
+def test_unavailable_devices_are_one_line(untrained, tmp_path, capsys, device):
+    if device.startswith("cuda") and torch.cuda.device_count() > 7:
+        pytest.skip("this machine has that GPU")
+    if device == "mps" and torch.backends.mps.is_available():
+        pytest.skip("this machine has MPS")
+    code, _, err = _cli(capsys, ["translate", "--checkpoint", str(untrained), "--device", device])
+    _one_line_error(code, err)
+    assert "--device" in err
+    out = tmp_path / "run"
+    code, _, err = _cli(capsys, ["train", "--out", str(out), "--device", device,
+                                 "--data-root", str(FIXTURES), "--no-download"])
+    _one_line_error(code, err)
+    assert "--device" in err and not out.exists()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["train", "--out", "x", "--minutes", "inf"], "not finite"),
+    (["train", "--out", "x", "--lr", "nan"], "expected a positive number"),
+    (["train", "--out", "x", "--lr", "inf"], "not finite"),
+    (["train", "--out", "x", "--seed", str(2**64)], "[0, 2**64)"),
+    (["train", "--out", "x", "--seed", "-1"], "[0, 2**64)"),
+    (["translate", "--checkpoint", "x", "--length-penalty", "nan"], "finite"),
+    (["evaluate", "--checkpoint", "x", "--length-penalty=-inf"], "finite"),
+    (["translate", "--checkpoint", "x", "--beam", "1025"], "at most 1024"),
+])
+def test_non_finite_and_out_of_range_options_are_refused(capsys, argv, message):
+    code, out, err = _cli(capsys, argv)
+    _one_line_error(code, err)
+    assert message in err and out == ""
