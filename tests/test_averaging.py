@@ -32,7 +32,8 @@ def tiny_model(seed: int = 0) -> Transformer:
 
 
 def batches() -> TokenBatcher:
-    return TokenBatcher(make_synthetic("copy", 60, 2, 8, num_symbols=10, seed=0), 120, seed=0)
+    examples = make_synthetic("copy", 60, 2, 8, num_symbols=10, seed=0, split="train")
+    return TokenBatcher(examples, 120, seed=0)
 
 
 def quick(**kw) -> TrainConfig:

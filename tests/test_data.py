@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
 import json
+import os
+import subprocess
+import sys
 from collections import Counter
 
 import pytest
@@ -13,6 +17,7 @@ from minitransformer.data import (
     EOS_ID,
     PAD_ID,
     SPECIALS,
+    SPLITS,
     SYNTHETIC_TASKS,
     UNK_ID,
     Batch,
@@ -23,6 +28,7 @@ from minitransformer.data import (
     encode_pairs,
     make_batch,
     make_synthetic,
+    split_of,
     synthetic_vocab_size,
     tokenize,
 )
@@ -282,43 +288,110 @@ def test_pipeline_build_and_encode():
 
 
 def test_synthetic_tasks_listed():
-    assert {"copy", "reverse", "sort", "swap_halves"} <= set(SYNTHETIC_TASKS)
+    expected = {"copy", "reverse", "sort", "swap_halves", "duplicate", "neighbour_difference"}
+    assert expected <= set(SYNTHETIC_TASKS)
     assert synthetic_vocab_size(10) == 14
+    assert SPLITS == ("train", "valid", "test")
 
 
 @pytest.mark.parametrize("task", SYNTHETIC_TASKS)
 def test_synthetic_ranges_lengths_and_seed(task):
-    data = make_synthetic(task, 200, min_len=3, max_len=9, num_symbols=7, seed=5)
+    data = make_synthetic(task, 200, min_len=3, max_len=9, num_symbols=7, seed=5, split="train")
     assert len(data) == 200
     lengths = {len(s) for s, _ in data}
     assert min(lengths) >= 3 and max(lengths) <= 9 and len(lengths) > 3
     for src, tgt in data:
         assert all(4 <= x < synthetic_vocab_size(7) for x in src + tgt)
-    assert make_synthetic(task, 200, 3, 9, 7, seed=5) == data
-    assert make_synthetic(task, 200, 3, 9, 7, seed=6) != data
+    assert make_synthetic(task, 200, 3, 9, 7, seed=5, split="train") == data
+    assert make_synthetic(task, 200, 3, 9, 7, seed=6, split="train") != data
     # the examples batch directly
     make_batch(data[:8])
 
 
 def test_synthetic_rules():
-    for src, tgt in make_synthetic("copy", 50, 1, 12):
+    def draw(task, min_len=1):
+        return make_synthetic(task, 50, min_len, 12, split="train")
+
+    for src, tgt in draw("copy"):
         assert tgt == src
-    for src, tgt in make_synthetic("reverse", 50, 1, 12):
+    for src, tgt in draw("reverse"):
         assert all(tgt[i] == src[len(src) - 1 - i] for i in range(len(src)))
-    for src, tgt in make_synthetic("sort", 50, 1, 12):
+    for src, tgt in draw("sort"):
         assert Counter(tgt) == Counter(src)
         assert all(a <= b for a, b in zip(tgt, tgt[1:], strict=False))
-    for src, tgt in make_synthetic("swap_halves", 50, 2, 12):
+    for src, tgt in draw("swap_halves", 2):
         h = len(src) // 2
         assert tgt[: len(src) - h] == src[h:] and tgt[len(src) - h :] == src[:h]
-    for src, tgt in make_synthetic("duplicate", 50, 1, 12):
+    for src, tgt in draw("duplicate"):
         assert tgt[::2] == src and tgt[1::2] == src
+    for src, tgt in make_synthetic("neighbour_difference", 50, 2, 12, num_symbols=5, split="train"):
+        values = [x - 4 for x in src]  # symbol values 0..4
+        assert len(tgt) == len(src) - 1
+        for t, y in enumerate(tgt):
+            assert (y - 4 + values[t + 1]) % 5 == values[t]  # y_t + x_{t+1} = x_t (mod 5)
+
+
+@pytest.mark.parametrize("task", SYNTHETIC_TASKS)
+def test_synthetic_splits_are_disjoint(task):
+    # A small space (3 symbols, lengths 2-5: 360 sources), drawn far more often
+    # than it has members, so independent draws would certainly collide.
+    sources = {
+        split: {tuple(src) for src, _ in make_synthetic(task, 20_000, 2, 5, num_symbols=3,
+                                                        seed=i, split=split)}
+        for i, split in enumerate(SPLITS)
+    }
+    for a, b in itertools.combinations(SPLITS, 2):
+        assert not sources[a] & sources[b], (a, b)
+    for split, srcs in sources.items():
+        assert all(split_of(s) == split for s in srcs)
+    # each split is drawn from all of its own members, not from a sliver of them
+    space = [s for n in range(2, 6) for s in itertools.product(range(4, 7), repeat=n)]
+    for split, srcs in sources.items():
+        assert srcs == {s for s in space if split_of(s) == split}
+
+
+def test_synthetic_chapter4_space_has_no_overlap():
+    # Chapter 4's setting: 5 symbols, length 6 (15,625 sources), 19,200 drawn for
+    # training. Drawn independently, most validation sources were training sources.
+    task = "neighbour_difference"
+    train = make_synthetic(task, 19_200, 6, 6, num_symbols=5, seed=0, split="train")
+    valid = make_synthetic(task, 500, 6, 6, num_symbols=5, seed=1, split="valid")
+    assert not {tuple(s) for s, _ in train} & {tuple(s) for s, _ in valid}
+
+
+def test_split_shares():
+    # every source of length 6 over 4 symbols: the shares are about 80 / 10 / 10 %
+    counts = Counter(split_of(s) for s in itertools.product(range(4, 8), repeat=6))
+    total = sum(counts.values())
+    for split, share in (("train", 0.8), ("valid", 0.1), ("test", 0.1)):
+        assert abs(counts[split] / total - share) < 0.02, counts
+    # a fixed function of the ids: no dependence on the process (hash seed) or the container type
+    assert split_of([4, 5, 6]) == split_of((4, 5, 6))
+    code = ("from minitransformer.data import split_of; "
+            "print([split_of([4 + i, 5, 6]) for i in range(20)])")
+    other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                           env={**os.environ, "PYTHONHASHSEED": "12345"}).stdout
+    assert other == str([split_of([4 + i, 5, 6]) for i in range(20)]) + "\n"
 
 
 def test_synthetic_errors():
     with pytest.raises(ValueError, match="unknown task"):
-        make_synthetic("add", 3, 1, 2)
+        make_synthetic("add", 3, 1, 2, split="train")
     with pytest.raises(ValueError, match="max_len"):
-        make_synthetic("copy", 3, 5, 2)
+        make_synthetic("copy", 3, 5, 2, split="train")
     with pytest.raises(ValueError, match="min_len"):
-        make_synthetic("copy", 3, 0, 2)
+        make_synthetic("copy", 3, 0, 2, split="train")
+    with pytest.raises(ValueError, match="min_len must be an int >= 2"):
+        make_synthetic("neighbour_difference", 3, 1, 4, split="train")
+    with pytest.raises(ValueError, match="split must be one of"):
+        make_synthetic("copy", 3, 1, 2)
+    with pytest.raises(ValueError, match="split must be one of"):
+        make_synthetic("copy", 3, 1, 2, split="validation")
+    # one symbol of length 1: a single source, so two of the three splits are empty
+    owner = split_of([4])
+    for split in SPLITS:
+        if split == owner:
+            assert make_synthetic("copy", 3, 1, 1, num_symbols=1, split=split) == [([4], [4])] * 3
+        else:
+            with pytest.raises(ValueError, match=f"belongs to split '{split}'"):
+                make_synthetic("copy", 3, 1, 1, num_symbols=1, split=split)

@@ -161,7 +161,7 @@ def test_clear_errors():
 def _train_copy(cls, steps=150, seed=0):
     torch.manual_seed(seed)
     vocab = synthetic_vocab_size(6)
-    examples = make_synthetic("copy", 64, 3, 6, num_symbols=6, seed=seed)
+    examples = make_synthetic("copy", 64, 3, 6, num_symbols=6, seed=seed, split="train")
     batches = [make_batch(examples[i : i + 16]) for i in range(0, 64, 16)]
     model = cls(RNNConfig(vocab, vocab, emb_dim=32, hidden_dim=64, attn_dim=32, dropout=0.0))
     opt = torch.optim.Adam(model.parameters(), lr=1e-2)
@@ -224,7 +224,7 @@ def test_shared_trainer_trains_rnn_models(cls):
     from minitransformer.training import TrainConfig, evaluate_loss, fit
 
     vocab = synthetic_vocab_size(6)
-    examples = make_synthetic("copy", 32, 3, 6, num_symbols=6, seed=0)
+    examples = make_synthetic("copy", 32, 3, 6, num_symbols=6, seed=0, split="train")
     batches = [make_batch(examples[i : i + 8]) for i in range(0, 32, 8)]
     torch.manual_seed(0)
     model = cls(RNNConfig(vocab, vocab, emb_dim=16, hidden_dim=16, attn_dim=16, dropout=0.0))

@@ -42,8 +42,8 @@ def tiny_model(dropout: float = 0.1, seed: int = 0) -> Transformer:
 
 
 def batcher(n: int = 96, max_tokens: int = 160, seed: int = 0, task: str = "copy") -> TokenBatcher:
-    return TokenBatcher(make_synthetic(task, n, 2, 8, num_symbols=10, seed=seed), max_tokens,
-                        seed=seed)
+    examples = make_synthetic(task, n, 2, 8, num_symbols=10, seed=seed, split="train")
+    return TokenBatcher(examples, max_tokens, seed=seed)
 
 
 def quick(**kw) -> TrainConfig:

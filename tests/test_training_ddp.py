@@ -23,7 +23,7 @@ SCRIPT = textwrap.dedent(
 
     torch.set_num_threads(1)
     mode, out = sys.argv[1], sys.argv[2]
-    examples = make_synthetic("reverse", 48, 2, 9, num_symbols=10, seed=3)
+    examples = make_synthetic("reverse", 48, 2, 9, num_symbols=10, seed=3, split="train")
     halves = [(examples[i:i + 6], examples[i + 6:i + 12]) for i in range(0, 48, 12)]
     if mode == "single":  # one process, each global batch in one piece
         batches = [make_batch(a + b) for a, b in halves]
@@ -95,7 +95,7 @@ TIME_SCRIPT = textwrap.dedent(
 
     torch.set_num_threads(1)
     out = sys.argv[1]
-    examples = make_synthetic("reverse", 48, 2, 9, num_symbols=10, seed=3)
+    examples = make_synthetic("reverse", 48, 2, 9, num_symbols=10, seed=3, split="train")
     batches = [make_batch(examples[i:i + 6]) for i in range(0, 48, 6)]
     torch.manual_seed(0)
     model = Transformer(TransformerConfig(14, 14, d_model=32, num_heads=2, num_encoder_layers=1,

@@ -19,7 +19,7 @@ from .multi30k import (
     load_multi30k,
 )
 from .prepare import build_vocabs, encode_pairs, tokenize_pairs
-from .synthetic import SYNTHETIC_TASKS, make_synthetic, synthetic_vocab_size
+from .synthetic import SPLITS, SYNTHETIC_TASKS, make_synthetic, split_of, synthetic_vocab_size
 from .tokenize import detokenize, tokenize
 from .vocab import BOS_ID, EOS_ID, PAD_ID, SPECIALS, UNK_ID, Vocab
 
@@ -36,7 +36,9 @@ __all__ = [
     "make_batch",
     "TokenBatcher",
     "SYNTHETIC_TASKS",
+    "SPLITS",
     "make_synthetic",
+    "split_of",
     "synthetic_vocab_size",
     "MULTI30K_URL",
     "MULTI30K_SHA256",
