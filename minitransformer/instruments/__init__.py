@@ -1,6 +1,7 @@
 """The chapters' instruments: plotting style and heatmaps, the architecture
 diagram, attention probes, parameter tables and shape traces, ablations,
-and weight copying to and from PyTorch's own modules (interop).
+weight copying to and from PyTorch's own modules (interop), and running an
+experiment over several seeds to show the spread (seeds).
 
 None of it is part of the model; it is how the book looks inside one.
 """
