@@ -10,7 +10,7 @@ BIN := $(VENV)/bin
 SHARED_DATA := $(abspath $(wildcard ../shared/data))
 export MINITRANSFORMER_DATA ?= $(SHARED_DATA)
 
-.PHONY: book test unit notebooks lint execute benchmark clean setup
+.PHONY: book test unit notebooks lint execute execute-stale stale benchmark clean setup
 
 setup: $(VENV)/.installed
 
@@ -38,9 +38,18 @@ notebooks: setup
 
 test: lint unit notebooks
 
-# Re-run every notebook in place with the full settings (refreshes stored outputs).
+# Re-run notebooks in place with the full settings and stamp them (refreshes
+# stored outputs): every chapter, or NOTEBOOKS="notebooks/03_qkv_and_masks.ipynb ...".
+# execute-stale re-runs only the stale ones; stale lists them (exit 1 if any).
+NOTEBOOKS ?=
 execute: setup
-	$(BIN)/python tools/execute_notebooks.py
+	$(BIN)/python tools/execute_notebooks.py $(NOTEBOOKS)
+
+execute-stale: setup
+	$(BIN)/python tools/execute_notebooks.py --stale $(NOTEBOOKS)
+
+stale: setup
+	$(BIN)/python tools/execute_notebooks.py --check $(NOTEBOOKS)
 
 benchmark: setup
 	$(BIN)/python benchmarks/bench_transformer.py
