@@ -52,7 +52,7 @@ def test_measured_numbers_are_found():
     "1. first item\n2. second item\n10. tenth item",
     "Glued: Q9, fp16, BLEU-4, x0, 3rd, 2D, v0.1.0, W_12, 1/3 and 2/5.",
     "Years: Vaswani et al. 2017, Liu et al. 2020.",
-    "Small counts: 3 seeds, 4 heads, 8 layers, head 0.",
+    "Small counts: 3 seeds, 4 heads, 8 layers, head 0, rows 9-63.",
     "See chapter 9, section 2.1, figure 12, table 3, equation 14, exercises 2 and 11, Python 3.11.",
     "Arithmetic: 4·512² + 4·512, 2 × 128, 10⁻⁹, 2^16.",
     "```python\nx = 0.43\n```\n```{math}\n12.5\n```",

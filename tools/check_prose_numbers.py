@@ -28,7 +28,8 @@ million`` matches ``63,119,496``). Half-way cases round either way.
 blocks, URLs and link targets, headings, HTML tags and comments, directive
 options (``:label:``), list numbering, numbers glued to a word (``Q9``,
 ``fp16``, ``BLEU-4``, ``3rd``), both sides of a fraction ``1/3``, years
-(1900 to 2039), integers below 10, and a number right after *chapter*,
+(1900 to 2039), integers below 10 (and the far end of a range starting
+below 10: rows 9-63), and a number right after *chapter*,
 *section*, *figure*, *table*, *equation*, *exercise*, *Python*, *PyTorch*
 or *version*.
 
@@ -196,8 +197,9 @@ def prose_numbers(markdown: str) -> list[ProseNumber]:
             continue  # a version such as 3.11.7
         value, places, percent, scale = _parse(m)
         plain_integer = places <= 0 and not percent and not scale and not m.group("exp")
-        if plain_integer and Decimal(value) < 10:
-            continue  # counts and indices: 3 seeds, head 0
+        if plain_integer and (Decimal(value) < 10 or (
+                sign != m.group("sign") and re.search(r"(?<![\d.,])\d$", before))):
+            continue  # counts and indices: 3 seeds, head 0, rows 9-63
         if plain_integer and not m.group("sign") and 1900 <= Decimal(value) <= 2039 \
                 and "," not in m.group("int"):
             continue  # a year
