@@ -236,7 +236,11 @@ def build_parser() -> argparse.ArgumentParser:
     opt.add_argument("--amp", choices=["auto", "bf16", "off"], default="auto",
                      help="bf16 autocast ('auto': on CUDA GPUs that support it)")
     opt.add_argument("--resume", action="store_true",
-                     help="continue from OUT/last.pt (same data, vocabularies and model)")
+                     help="continue the run in OUT from OUT/last.pt (same languages, data, "
+                     "vocabularies and model options)")
+    opt.add_argument("--overwrite", action="store_true",
+                     help="replace the run already in OUT (without it, train refuses an "
+                     "existing run)")
     opt.add_argument("--no-bleu", action="store_true",
                      help="skip the validation BLEU printed at the end")
     tr.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -368,67 +372,184 @@ def _translate(model, sentences: list[str], src_vocab, tgt_vocab, args) -> list[
 # --------------------------------------------------------------------------- commands
 
 
+#: The files a training run writes in its folder.
+RUN_FILES = ("run.json", "last.pt", "best.pt", "history.json", "src_vocab.json", "tgt_vocab.json")
+
+
+def _write_json(path: Path, value: Any, indent: int | None = None) -> None:
+    """Write ``value`` as JSON atomically (temporary file, then rename)."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(value, f, indent=indent)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _check_out(out: Path, resume: bool, overwrite: bool) -> list[Path]:
+    """Check ``--out`` before anything is written: a folder (or none yet)
+    that can be written, holding no run unless ``--resume`` or
+    ``--overwrite``. Returns the old run's files that ``--overwrite`` replaces."""
+    if out.exists() and not out.is_dir():
+        raise CLIError(f"--out {out} exists and is not a folder")
+    if resume and overwrite:
+        raise CLIError("--resume continues the run in --out and --overwrite replaces it: "
+                       "choose one")
+    existing = [out / name for name in RUN_FILES if (out / name).exists()]
+    if resume and not (out / "last.pt").is_file():
+        raise CLIError(f"--resume: there is no {out / 'last.pt'} to continue from")
+    if existing and not (resume or overwrite):
+        names = ", ".join(p.name for p in existing)
+        raise CLIError(f"--out {out} already holds a run ({names}); add --resume to continue "
+                       "it or --overwrite to replace it")
+    folder = out
+    while not folder.exists():
+        folder = folder.parent
+    if not folder.is_dir():
+        raise CLIError(f"--out {out}: {folder} is not a folder")
+    try:  # can we write there? (a temporary file, removed at once)
+        fd, probe = tempfile.mkstemp(dir=folder, prefix=".write-test.", suffix=".tmp")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as err:
+        raise CLIError(f"--out {out} cannot be written ({err.strerror})") from None
+    return existing if overwrite else []
+
+
+def _model_config(args: argparse.Namespace, src_size: int, tgt_size: int):
+    from .model import TransformerConfig
+
+    return TransformerConfig(
+        src_vocab_size=src_size, tgt_vocab_size=tgt_size,
+        d_model=args.d_model, num_heads=args.heads,
+        num_encoder_layers=args.encoder_layers, num_decoder_layers=args.decoder_layers,
+        d_ff=args.d_ff, dropout=args.dropout, max_len=max(256, args.max_len + 2),
+        norm_first=not args.post_ln, tie_output=args.tie_output,
+    )
+
+
+#: Model config fields → the train option that sets them (for --resume's checks).
+_MODEL_OPTIONS = {"d_model": "--d-model", "num_heads": "--heads",
+                  "num_encoder_layers": "--encoder-layers",
+                  "num_decoder_layers": "--decoder-layers", "d_ff": "--d-ff",
+                  "dropout": "--dropout", "max_len": "--max-len", "norm_first": "--post-ln",
+                  "tie_output": "--tie-output"}
+
+
+def _data_settings(args: argparse.Namespace) -> dict:
+    return {"min_freq": args.min_freq, "max_len": args.max_len, "max_tokens": args.max_tokens,
+            "seed": args.seed}
+
+
+def _check_resume(out: Path, args: argparse.Namespace, src_vocab, tgt_vocab):
+    """The model config of the run to continue, after checking that it is the
+    same run: languages, data settings, vocabularies (built from the data on
+    disk now) and model options; and that ``last.pt`` can be resumed from."""
+    from .model import TransformerConfig
+    from .training.checkpoint import load_checkpoint
+
+    file = out / "last.pt"
+    try:
+        ckpt = load_checkpoint(file)
+    except ValueError as err:
+        raise CLIError(f"cannot resume: {err}") from None
+    for key in ("model_config", "vocabs", "optimizer_state", "train_state", "rng"):
+        if not ckpt.get(key):
+            raise CLIError(f"cannot resume from {file}: it holds no {key} (it was not saved "
+                           "by train)")
+    info_file = out / "run.json"
+    try:
+        info = json.loads(info_file.read_text()) if info_file.is_file() else {}
+    except (OSError, json.JSONDecodeError) as err:
+        raise CLIError(f"cannot read {info_file}: {err}") from None
+    pair = (info.get("src_lang", args.src_lang), info.get("tgt_lang", args.tgt_lang))
+    if pair != (args.src_lang, args.tgt_lang) or info.get("dataset", args.dataset) != args.dataset:
+        raise CLIError(f"--resume: the run in {out} translates {pair[0]}→{pair[1]} "
+                       f"({info.get('dataset')}), not {args.src_lang}→{args.tgt_lang} "
+                       f"({args.dataset})")
+    for key, value in _data_settings(args).items():
+        stored = info.get("data", {}).get(key, value)
+        if stored != value:
+            raise CLIError(f"--resume: --{key.replace('_', '-')} {value} differs from the "
+                           f"run's {stored}")
+    vocabs = ckpt["vocabs"]
+    if (vocabs.get("src"), vocabs.get("tgt")) != (src_vocab.to_dict(), tgt_vocab.to_dict()):
+        raise CLIError(f"--resume: the training data give other vocabularies than the run in "
+                       f"{out} (other corpus files?)")
+    stored = ckpt["model_config"]
+    wanted = _model_config(args, len(src_vocab), len(tgt_vocab)).to_dict()
+    for key, option in _MODEL_OPTIONS.items():
+        if stored.get(key) != wanted[key]:
+            raise CLIError(f"--resume: {option} gives {key}={wanted[key]} but the run has "
+                           f"{stored.get(key)}; resume with the run's options")
+    try:
+        return TransformerConfig(**stored)
+    except (TypeError, ValueError) as err:
+        raise CLIError(f"cannot resume from {file}: {err}") from None
+
+
+def _available_memory(device) -> int | None:
+    """Bytes free for tensors on ``device`` (None when unknown)."""
+    import torch
+
+    if device.type == "cuda":
+        return torch.cuda.mem_get_info(device)[0]
+    if device.type == "cpu":
+        try:
+            for line in Path("/proc/meminfo").read_text().splitlines():
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+        except (OSError, ValueError, IndexError):
+            pass
+        try:
+            return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (ValueError, OSError, AttributeError):
+            return None
+    return None
+
+
+def _check_memory(model_config, device) -> None:
+    """Refuse a model whose training state cannot fit in memory (counted on
+    the ``meta`` device, where nothing is allocated): weights, gradients,
+    Adam's two moments and the weight average, 4 bytes each per parameter."""
+    import torch
+
+    from .model import Transformer
+
+    with torch.device("meta"):
+        shell = Transformer(model_config)
+    n = sum(p.numel() for p in shell.parameters())
+    needed = 5 * 4 * n
+    available = _available_memory(device)
+    if available is not None and needed > available:
+        raise CLIError(
+            f"the model has {n / 1e6:,.0f} M parameters: training it needs about "
+            f"{needed / 2**30:,.1f} GiB, more than the {available / 2**30:,.1f} GiB free on "
+            f"{device}; choose smaller --d-model, --d-ff or fewer layers"
+        )
+
+
 def _cmd_train(args: argparse.Namespace) -> int:
     import torch
 
-    from .data import TokenBatcher, Vocab, build_vocabs, encode_pairs
+    from .data import TokenBatcher, build_vocabs, encode_pairs
     from .decoding import corpus_bleu
-    from .model import Transformer, TransformerConfig
+    from .model import Transformer
     from .training import TrainConfig, fit, pick_device
-    from .training.checkpoint import load_checkpoint
 
+    # Everything is checked before anything is written.
     out: Path = args.out
-    if out.exists() and not out.is_dir():
-        raise CLIError(f"--out {out} exists and is not a folder")
+    replaced = _check_out(out, args.resume, args.overwrite)
     if args.d_model % args.heads:
         raise CLIError(f"--d-model ({args.d_model}) must be divisible by --heads ({args.heads})")
     if args.warmup < 0:
         raise CLIError(f"--warmup must be >= 0, got {args.warmup}")
     try:
-        pick_device(args.device)
+        device = pick_device(args.device)
     except RuntimeError as err:
         raise CLIError(f"bad --device {args.device!r}: {err}") from None
-    download = not args.no_download
-    t0 = time.perf_counter()
-    train_pairs = _load_pairs("train", args.src_lang, args.tgt_lang, args.data_root, download)
-    valid_pairs = _load_pairs("val", args.src_lang, args.tgt_lang, args.data_root, download)
-
-    resume_file = out / "last.pt"
-    if args.resume and resume_file.is_file():
-        try:
-            ckpt = load_checkpoint(resume_file)
-            src_vocab = Vocab.from_dict(ckpt["vocabs"]["src"])
-            tgt_vocab = Vocab.from_dict(ckpt["vocabs"]["tgt"])
-            model_config = TransformerConfig(**ckpt["model_config"])
-        except (ValueError, KeyError, TypeError) as err:
-            raise CLIError(f"cannot resume from {resume_file}: {err}") from None
-        print(f"resuming from {resume_file} (model options of the command line ignored)")
-    else:
-        src_vocab, tgt_vocab = build_vocabs(train_pairs, min_freq=args.min_freq)
-        model_config = TransformerConfig(
-            src_vocab_size=len(src_vocab), tgt_vocab_size=len(tgt_vocab),
-            d_model=args.d_model, num_heads=args.heads,
-            num_encoder_layers=args.encoder_layers, num_decoder_layers=args.decoder_layers,
-            d_ff=args.d_ff, dropout=args.dropout, max_len=max(256, args.max_len + 2),
-            norm_first=not args.post_ln, tie_output=args.tie_output,
-        )
-    train_ex = encode_pairs(train_pairs, src_vocab, tgt_vocab, max_len=args.max_len)
-    valid_ex = encode_pairs(valid_pairs, src_vocab, tgt_vocab)
-    if not train_ex or not valid_ex:
-        raise CLIError("no usable training or validation pairs")
-    train_batches = TokenBatcher(train_ex, args.max_tokens, shuffle=True, seed=args.seed)
-    valid_batches = list(TokenBatcher(valid_ex, args.max_tokens, shuffle=False))
-    print(
-        f"{args.dataset} {args.src_lang}→{args.tgt_lang}: {len(train_ex):,} training pairs, "
-        f"{len(valid_ex):,} validation pairs, vocabularies {len(src_vocab):,} / "
-        f"{len(tgt_vocab):,} words, {len(train_batches)} batches an epoch "
-        f"(prepared in {time.perf_counter() - t0:.1f} s)",
-        flush=True,
-    )
-
-    torch.manual_seed(args.seed)
-    model = Transformer(model_config)
-    n_params = sum(p.numel() for p in model.parameters())
     try:
         config = TrainConfig(
             lr=args.lr, schedule=args.schedule, warmup_steps=args.warmup,
@@ -439,22 +560,64 @@ def _cmd_train(args: argparse.Namespace) -> int:
         )
     except ValueError as err:
         raise CLIError(str(err)) from None
+    download = not args.no_download
+    t0 = time.perf_counter()
+    train_pairs = _load_pairs("train", args.src_lang, args.tgt_lang, args.data_root, download)
+    valid_pairs = _load_pairs("val", args.src_lang, args.tgt_lang, args.data_root, download)
+    src_vocab, tgt_vocab = build_vocabs(train_pairs, min_freq=args.min_freq)
+    if args.resume:
+        model_config = _check_resume(out, args, src_vocab, tgt_vocab)
+    else:
+        model_config = _model_config(args, len(src_vocab), len(tgt_vocab))
+    train_ex = encode_pairs(train_pairs, src_vocab, tgt_vocab, max_len=args.max_len)
+    valid_ex = encode_pairs(valid_pairs, src_vocab, tgt_vocab)
+    if not train_ex or not valid_ex:
+        raise CLIError("no usable training or validation pairs")
+    train_batches = TokenBatcher(train_ex, args.max_tokens, shuffle=True, seed=args.seed)
+    valid_batches = list(TokenBatcher(valid_ex, args.max_tokens, shuffle=False))
+    _check_memory(model_config, device)
+    torch.manual_seed(args.seed)
+    try:
+        model = Transformer(model_config)
+    except (MemoryError, RuntimeError) as err:
+        if not _out_of_memory(err):
+            raise
+        raise CLIError("out of memory while building the model; choose smaller sizes") from None
+
+    # Checks passed: now write.
+    print(
+        f"{args.dataset} {args.src_lang}→{args.tgt_lang}: {len(train_ex):,} training pairs, "
+        f"{len(valid_ex):,} validation pairs, vocabularies {len(src_vocab):,} / "
+        f"{len(tgt_vocab):,} words, {len(train_batches)} batches an epoch "
+        f"(prepared in {time.perf_counter() - t0:.1f} s)",
+        flush=True,
+    )
+    if args.resume:
+        print(f"resuming from {out / 'last.pt'}")
+    n_params = sum(p.numel() for p in model.parameters())
     print(f"model: {n_params / 1e6:.1f} M parameters; training for at most "
           f"{args.minutes:g} minutes", flush=True)
+    for old in replaced:
+        old.unlink()
     out.mkdir(parents=True, exist_ok=True)
     src_vocab.save(out / "src_vocab.json")
     tgt_vocab.save(out / "tgt_vocab.json")
-    info = {
+    _write_json(out / "run.json", {
         "dataset": args.dataset, "src_lang": args.src_lang, "tgt_lang": args.tgt_lang,
-        "lowercase": True, "model_config": model_config.to_dict(),
-        "train_config": config.to_dict(),
-    }
-    (out / "run.json").write_text(json.dumps(info, indent=2))
-    history = fit(
-        model, train_batches, valid_batches, config, progress=not args.quiet,
-        vocabs={"src": src_vocab, "tgt": tgt_vocab},
-    )
-    (out / "history.json").write_text(json.dumps(history.to_dict()))
+        "lowercase": True, "data": _data_settings(args),
+        "model_config": model_config.to_dict(), "train_config": config.to_dict(),
+    }, indent=2)
+    try:
+        history = fit(
+            model, train_batches, valid_batches, config, progress=not args.quiet,
+            vocabs={"src": src_vocab, "tgt": tgt_vocab},
+        )
+    except (MemoryError, RuntimeError) as err:
+        if not _out_of_memory(err):
+            raise
+        raise CLIError(f"out of memory while training; the last checkpoint in {out} is kept; "
+                       "try a smaller --max-tokens or model") from None
+    _write_json(out / "history.json", history.to_dict())
     steps = history.step[-1] if history.step else 0
     valid = f"{history.valid_loss[-1]:.3f}" if history.valid_loss else "n/a"
     print(f"stopped ({history.stop_reason}) after {steps} steps; "

@@ -13,10 +13,14 @@ from __future__ import annotations
 import gzip
 import hashlib
 import io
+import json
 import os
 import random
 import re
+import signal
+import subprocess
 import sys
+import time
 import unicodedata
 from pathlib import Path
 
@@ -679,3 +683,149 @@ def test_non_finite_and_out_of_range_options_are_refused(capsys, argv, message):
     code, out, err = _cli(capsys, argv)
     _one_line_error(code, err)
     assert message in err and out == ""
+
+
+# --- 2, 3, 10. train: an existing run is never replaced by accident; resume checks --------
+
+TINY = [
+    "--data-root", str(FIXTURES), "--no-download",
+    "--d-model", "16", "--heads", "2", "--encoder-layers", "1", "--decoder-layers", "1",
+    "--d-ff", "32", "--min-freq", "1", "--max-tokens", "256", "--warmup", "5",
+    "--lr", "3e-3", "--quiet", "--device", "cpu", "--no-bleu", "--ema", "0",
+]
+
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+@pytest.fixture(scope="module")
+def old_run(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("old") / "run"
+    assert main(["train", "--out", str(out), "--max-steps", "6", "--eval-every", "3", *TINY]) == 0
+    return out
+
+
+def test_train_refuses_an_existing_run(old_run, capsys):
+    before = _snapshot(old_run)
+    code, out, err = _cli(capsys, ["train", "--out", str(old_run), "--max-steps", "2", *TINY])
+    _one_line_error(code, err)
+    assert "already holds a run" in err and "--resume" in err and "--overwrite" in err
+    assert _snapshot(old_run) == before
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--device", "cuda"], "--device"),
+    (["--tgt-lang", "fr"], "not found"),  # the fixtures have no French
+    (["--d-model", "15"], "divisible"),
+    (["--d-model", "1000000", "--heads", "1"], "GiB free"),
+    (["--resume", "--overwrite"], "choose one"),
+])
+def test_a_train_that_fails_early_writes_nothing(old_run, tmp_path, monkeypatch, capsys,
+                                                extra, message):
+    """Even with --overwrite, every check runs before the old run is touched
+    (before, a failing train rewrote run.json and the vocabularies, and
+    evaluate then scored the wrong language pair)."""
+    monkeypatch.delenv("MINITRANSFORMER_DATA", raising=False)  # only the fixtures' folder
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    before = _snapshot(old_run)
+    code, _, err = _cli(capsys, ["train", "--out", str(old_run), "--max-steps", "2", *TINY,
+                                 "--overwrite", *extra])
+    _one_line_error(code, err)
+    assert message in err
+    assert _snapshot(old_run) == before
+
+
+def test_overwrite_replaces_the_whole_run(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["train", "--out", str(out), "--max-steps", "4", "--eval-every", "2", *TINY]) == 0
+    capsys.readouterr()
+    code, _, err = _cli(capsys, ["train", "--out", str(out), "--max-steps", "1", *TINY,
+                                 "--overwrite"])
+    assert code == 0, err
+    history = json.loads((out / "history.json").read_text())
+    assert history["step"] == [1]  # no file of the old run is left
+    assert torch.load(out / "best.pt", weights_only=True)["train_state"]["step"] == 1
+
+
+def test_out_that_cannot_be_written_is_refused_first(tmp_path, capsys):
+    (tmp_path / "file").write_text("x")
+    code, _, err = _cli(capsys, ["train", "--out", str(tmp_path / "file" / "run"), *TINY])
+    _one_line_error(code, err)
+    assert "is not a folder" in err
+    code, _, err = _cli(capsys, ["train", "--out", "/proc/minitransformer-run", *TINY])
+    _one_line_error(code, err)
+    assert "cannot be written" in err and not Path("/proc/minitransformer-run").exists()
+
+
+@pytest.mark.parametrize("change, message", [
+    (["--tgt-lang", "de", "--src-lang", "en"], "translates de→en"),
+    (["--d-model", "32"], "--d-model gives d_model=32 but the run has 16"),
+    (["--post-ln"], "--post-ln"),
+    (["--max-tokens", "300"], "--max-tokens 300 differs from the run's 256"),
+    (["--min-freq", "2"], "--min-freq 2 differs"),
+])
+def test_resume_refuses_another_language_pair_data_or_model(old_run, capsys, change, message):
+    before = _snapshot(old_run)
+    code, _, err = _cli(capsys, ["train", "--out", str(old_run), "--resume", "--max-steps", "8",
+                                 *TINY, *change])
+    _one_line_error(code, err)
+    assert message in err
+    assert _snapshot(old_run) == before
+
+
+def test_resume_refuses_other_corpus_files(old_run, tmp_path, capsys):
+    folder = _corpus_copy(tmp_path)
+    path = folder / "train.en.gz"
+    path.write_bytes(gzip.compress(gzip.decompress(path.read_bytes()).replace(b"dog", b"cat")))
+    _list_sums(folder)
+    code, _, err = _cli(capsys, ["train", "--out", str(old_run), "--resume", "--max-steps", "8",
+                                 *TINY, "--data-root", str(folder)])
+    _one_line_error(code, err)
+    assert "other vocabularies" in err
+
+
+def test_resume_without_a_checkpoint_or_optimizer_state(tmp_path, old_run, capsys):
+    code, _, err = _cli(capsys, ["train", "--out", str(tmp_path / "none"), "--resume", *TINY])
+    _one_line_error(code, err)
+    assert "no " in err and "last.pt to continue from" in err
+    run = tmp_path / "copy"
+    run.mkdir()
+    for name, data in _snapshot(old_run).items():
+        (run / name).write_bytes(data)
+    ckpt = torch.load(run / "last.pt", weights_only=True)
+    ckpt["optimizer_state"] = None
+    torch.save(ckpt, run / "last.pt")
+    code, _, err = _cli(capsys, ["train", "--out", str(run), "--resume", "--max-steps", "8",
+                                 *TINY])
+    _one_line_error(code, err)
+    assert "holds no optimizer_state" in err
+
+
+@pytest.mark.slow
+def test_kill_9_during_training_then_resume(tmp_path):
+    """SIGKILL at any moment (even during a save) loses at most the steps
+    since the last checkpoint: --resume continues from it."""
+    out = tmp_path / "run"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+    argv = [sys.executable, "-m", "minitransformer", "train", "--out", str(out), *TINY]
+    proc = subprocess.Popen([*argv, "--eval-every", "2", "--minutes", "5"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        while not (out / "last.pt").is_file():  # wait for the first checkpoint
+            assert proc.poll() is None, proc.stderr.read().decode()
+            assert time.monotonic() < deadline, "no checkpoint after 120 s"
+            time.sleep(0.05)
+        time.sleep(0.5)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    saved = torch.load(out / "last.pt", weights_only=True)["train_state"]["step"]
+    assert saved >= 2
+    r = subprocess.run([*argv, "--resume", "--max-steps", str(saved + 3)], env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    history = json.loads((out / "history.json").read_text())
+    assert history["step"] == list(range(1, saved + 4))
+    assert not list(out.glob(".*.tmp"))  # a save cut by the kill left nothing behind

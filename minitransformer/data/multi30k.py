@@ -293,12 +293,12 @@ def load_multi30k(
         name = f"{split}.{lang}.gz"
         path = _find(name, dirs)
         if path is None:
-            where = "\n".join(f"  {d}" for d in dirs)
+            where = ", ".join(str(d) for d in dirs)
             hint = (
-                f"Multi30k file {name} not found. Looked in:\n{where}\n"
-                f"Put the raw files ({split}.{src_lang}.gz, {split}.{tgt_lang}.gz, ...) from "
-                f"{MULTI30K_URL} in one of these folders, or set MINITRANSFORMER_DATA to a "
-                "folder that contains multi30k/."
+                f"Multi30k file {name} not found in {where}; put the raw files "
+                f"({split}.{src_lang}.gz, {split}.{tgt_lang}.gz, ...) from {MULTI30K_URL} in "
+                "one of these folders, or set MINITRANSFORMER_DATA to a folder that contains "
+                "multi30k/"
             )
             if not download:
                 raise DatasetNotFoundError(hint + " (download=False)")
@@ -310,7 +310,7 @@ def load_multi30k(
                     progress=progress,
                 )
             except DownloadError as err:
-                raise DatasetNotFoundError(f"{hint}\nThe download failed: {err}") from err
+                raise DatasetNotFoundError(f"{hint}; the download failed: {err}") from err
         _verify(path, checksums)
         sides.append(_read_lines(path))
         paths.append(path)
