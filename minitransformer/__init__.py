@@ -10,7 +10,9 @@ figure: :mod:`~minitransformer.attention`, :mod:`~minitransformer.masks`,
 :mod:`~minitransformer.model` and :mod:`~minitransformer.decoding`.
 Around it, each in its own subpackage:
 
-- :mod:`minitransformer.data`: tokenising, vocabularies, batches, corpora;
+- :mod:`minitransformer.data`: tokenising (words, or subwords with
+  SentencePiece), vocabularies, batches, corpora;
+- :mod:`minitransformer.metrics`: BLEU and chrF as papers report them;
 - :mod:`minitransformer.training`: the loop, loss, schedules, checkpoints,
   weight averaging, multi-process training, presets;
 - :mod:`minitransformer.rnn`: the RNN encoder-decoders it replaced and their
@@ -35,8 +37,10 @@ from .data import (
     SYNTHETIC_TASKS,
     UNK_ID,
     Batch,
+    SubwordTokenizer,
     TokenBatcher,
     Vocab,
+    WordTokenizer,
     detokenize,
     load_multi30k,
     make_batch,
@@ -62,6 +66,7 @@ from .masks import (
     to_torch_bool_mask,
     torch_key_padding_mask,
 )
+from .metrics import corpus_scores
 from .model import Transformer, TransformerConfig
 from .positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding, sinusoidal_table
 from .rnn import (

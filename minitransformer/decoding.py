@@ -368,7 +368,7 @@ def translate(
     use_cache: bool = True,
     max_rows: int = MAX_ROWS,
 ) -> list[str]:
-    """Translate raw sentences: tokenise, encode, decode, detokenise.
+    """Translate raw sentences: encode, decode, turn the ids back into text.
 
     Sentences are decoded in batches of similar source length (sorted, then
     put back in the input order), each with ``max_len`` = its batch's longest
@@ -382,22 +382,26 @@ def translate(
         model: a trained seq2seq model.
         sentences: source sentences, one string each (an empty or blank one
             gives an empty translation).
-        src_vocab, tgt_vocab: the :class:`~minitransformer.data.Vocab` used in
-            training (BOS/EOS ids come from the data module's constants).
+        src_vocab, tgt_vocab: the tokenizers used in training
+            (:class:`~minitransformer.data.WordTokenizer`,
+            :class:`~minitransformer.data.SubwordTokenizer`), or the word
+            :class:`~minitransformer.data.Vocab` of each side. BOS/EOS ids
+            come from the target's tokenizer.
         beam_size: 1 = :func:`greedy_decode`, more = :func:`beam_search`.
         extra_len: target length allowed beyond the source length.
         batch_size: sentences decoded together.
         length_penalty: GNMT's alpha for beam search.
-        lowercase: tokenise lower-cased (as the vocabularies were built).
+        lowercase: for word vocabularies only: tokenise lower-cased (as the
+            vocabularies were built).
         device: where to run (default: where the model's parameters are).
         use_cache: see :func:`greedy_decode`.
         max_rows: at most this many rows decoded together (at least
             ``beam_size``): ``beam_size = 1000`` decodes one sentence at a time.
 
     Returns:
-        one detokenised translation per input sentence, in order.
+        one translation per input sentence, in order.
     """
-    from .data import BOS_ID, EOS_ID, detokenize, tokenize
+    from .data import as_tokenizer
 
     if isinstance(sentences, str):
         raise TypeError("translate: expected a list of sentences, got a single string")
@@ -410,15 +414,17 @@ def translate(
             "decoded at once (which bound the memory)"
         )
     batch_size = min(batch_size, max_rows // beam_size)
+    src_tok, tgt_tok = as_tokenizer(src_vocab, lowercase), as_tokenizer(tgt_vocab, lowercase)
     if device is None:
         device = next(model.parameters()).device
     pad_id = model.config.pad_id
     limit = getattr(model.config, "max_len", None)
-    encoded = [src_vocab.encode(tokenize(s, lowercase)) for s in sentences]
+    encoded = [src_tok.encode(s) if s.strip() else [] for s in sentences]
     if limit is not None:
         encoded = [ids[:limit] for ids in encoded]
     order = sorted((i for i, ids in enumerate(encoded) if ids), key=lambda i: len(encoded[i]))
     out = [""] * len(encoded)
+    bos, eos = tgt_tok.bos_id, tgt_tok.eos_id
     for start in range(0, len(order), batch_size):
         chunk = order[start : start + batch_size]
         longest = max(len(encoded[i]) for i in chunk)
@@ -428,13 +434,11 @@ def translate(
         src = src.to(device)
         max_len = longest + extra_len if limit is None else min(longest + extra_len, limit)
         if beam_size == 1:
-            ids = greedy_decode(model, src, max_len, BOS_ID, EOS_ID, use_cache)
+            ids = greedy_decode(model, src, max_len, bos, eos, use_cache)
         else:
-            ids = beam_search(
-                model, src, beam_size, max_len, length_penalty, BOS_ID, EOS_ID, use_cache
-            )
+            ids = beam_search(model, src, beam_size, max_len, length_penalty, bos, eos, use_cache)
         for i, hyp in zip(chunk, ids, strict=True):
-            out[i] = detokenize(tgt_vocab.decode(hyp))
+            out[i] = tgt_tok.decode(hyp)
     return out
 
 

@@ -1,11 +1,15 @@
-"""Data for the book: tokenizer, vocabularies, batching, synthetic tasks, Multi30k.
+"""Data for the book: tokenizers, vocabularies, batching, synthetic tasks, Multi30k.
 
 Examples everywhere are ``(source ids, target ids)`` pairs WITHOUT BOS/EOS;
-:func:`make_batch` adds them. Modules: :mod:`.tokenize`, :mod:`.vocab`,
-:mod:`.batching`, :mod:`.synthetic`, :mod:`.multi30k`, :mod:`.prepare`.
+:func:`make_batch` adds them. Modules: :mod:`.tokenize` (words),
+:mod:`.vocab`, :mod:`.bpe` (byte-pair encoding, written out),
+:mod:`.subword` (SentencePiece), :mod:`.tokenizers` (the interface both
+kinds share), :mod:`.batching`, :mod:`.synthetic`, :mod:`.multi30k`,
+:mod:`.prepare`.
 """
 
 from .batching import Batch, TokenBatcher, make_batch
+from .bpe import apply_bpe, learn_bpe, word_counts
 from .multi30k import (
     MULTI30K_LANGS,
     MULTI30K_SHA256,
@@ -18,9 +22,11 @@ from .multi30k import (
     download_file,
     load_multi30k,
 )
-from .prepare import build_vocabs, encode_pairs, tokenize_pairs
+from .prepare import TOKENIZER_KINDS, build_tokenizers, build_vocabs, encode_pairs, tokenize_pairs
+from .subword import SubwordTokenizer
 from .synthetic import SPLITS, SYNTHETIC_TASKS, make_synthetic, split_of, synthetic_vocab_size
 from .tokenize import detokenize, tokenize
+from .tokenizers import Tokenizer, WordTokenizer, as_tokenizer, tokenizer_from_dict
 from .vocab import BOS_ID, EOS_ID, PAD_ID, SPECIALS, UNK_ID, Vocab
 
 __all__ = [
@@ -32,6 +38,14 @@ __all__ = [
     "tokenize",
     "detokenize",
     "Vocab",
+    "Tokenizer",
+    "WordTokenizer",
+    "SubwordTokenizer",
+    "tokenizer_from_dict",
+    "as_tokenizer",
+    "word_counts",
+    "learn_bpe",
+    "apply_bpe",
     "Batch",
     "make_batch",
     "TokenBatcher",
@@ -52,5 +66,7 @@ __all__ = [
     "load_multi30k",
     "tokenize_pairs",
     "build_vocabs",
+    "TOKENIZER_KINDS",
+    "build_tokenizers",
     "encode_pairs",
 ]
