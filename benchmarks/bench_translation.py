@@ -48,13 +48,15 @@ from minitransformer.training.loop import (
 
 
 class TorchSeq2Seq(nn.Module):
-    """``nn.Transformer`` with our embeddings, positions and generator, and all its masks."""
+    """``nn.Transformer`` with our embeddings, positions and generator, and all its masks
+    (shared embeddings and a tied output layer as the config says)."""
 
     def __init__(self, c: TransformerConfig):
         super().__init__()
         self.config = c
         self.src_embed = nn.Embedding(c.src_vocab_size, c.d_model, padding_idx=c.pad_id)
-        self.tgt_embed = nn.Embedding(c.tgt_vocab_size, c.d_model, padding_idx=c.pad_id)
+        self.tgt_embed = (self.src_embed if c.share_embeddings else
+                          nn.Embedding(c.tgt_vocab_size, c.d_model, padding_idx=c.pad_id))
         self.src_pos = SinusoidalPositionalEncoding(c.d_model, c.max_len, c.dropout)
         self.tgt_pos = SinusoidalPositionalEncoding(c.d_model, c.max_len, c.dropout)
         self.transformer = nn.Transformer(
@@ -65,6 +67,8 @@ class TorchSeq2Seq(nn.Module):
         for p in self.parameters():
             if p.dim() > 1:
                 nn.init.xavier_uniform_(p)
+        if c.tie_output:  # as ours: the output projection is the target embedding matrix
+            self.generator.weight = self.tgt_embed.weight
 
     def forward(self, src: Tensor, tgt: Tensor) -> Tensor:
         scale = math.sqrt(self.config.d_model)

@@ -14,7 +14,10 @@ from typing import Any
 __all__ = ["load_result", "RESULTS"]
 
 #: The results a chapter reads, and the script that writes each one.
-RESULTS = {"rnn_history": "benchmarks/bench_rnn_history.py"}
+RESULTS = {
+    "rnn_history": "benchmarks/bench_rnn_history.py",
+    "subword_vocab": "benchmarks/measure_subword_vocab.py",
+}
 
 
 def load_result(name: str) -> dict[str, Any]:

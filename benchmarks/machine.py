@@ -1,0 +1,90 @@
+"""What machine a benchmark ran on: CPU model and flags, threads, load, matmul speed.
+
+Timings only mean something beside the machine that produced them: every
+benchmark prints :func:`describe` before and after its work (the matmul
+speed before and after shows whether the machine was busy meanwhile) and
+stores the dicts in its JSON.
+
+    from machine import describe, print_machine
+    before = print_machine("before")
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import time
+
+import torch
+
+__all__ = ["cpu_model", "cpu_flags", "matmul_gflops", "describe", "print_machine"]
+
+#: The CPU features that decide the fast paths: AVX-512, native bf16 (AVX512_BF16
+#: or AMX), AVX2 as the floor.
+FLAGS_OF_INTEREST = ("avx2", "fma", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile")
+
+
+def _cpuinfo() -> dict[str, str]:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            text = f.read()
+    except OSError:
+        return {}
+    first = text.split("\n\n", 1)[0]
+    fields = (line.partition(":") for line in first.splitlines())
+    return {k.strip(): v.strip() for k, _, v in fields}
+
+
+def cpu_model() -> str:
+    """The CPU's model name (Linux: /proc/cpuinfo), else what ``platform`` says."""
+    return _cpuinfo().get("model name") or platform.processor() or platform.machine()
+
+
+def cpu_flags() -> dict[str, bool]:
+    """Which of :data:`FLAGS_OF_INTEREST` the CPU reports (Linux only; else empty)."""
+    flags = set(_cpuinfo().get("flags", "").split())
+    return {name: name in flags for name in FLAGS_OF_INTEREST} if flags else {}
+
+
+def matmul_gflops(size: int = 1024, repeats: int = 10) -> dict[str, float]:
+    """GFLOP/s of a ``size``² fp32 matmul now, per wall second and per CPU
+    second of this process (about 200 per wall second on an idle 2-core
+    AVX-512 machine with 2 threads; a busy machine gives less)."""
+    a, b = torch.randn(size, size), torch.randn(size, size)
+    a @ b
+    wall, cpu = time.perf_counter(), time.process_time()
+    for _ in range(repeats):
+        a @ b
+    flop = repeats * 2 * size**3 / 1e9
+    return {
+        "wall": round(flop / (time.perf_counter() - wall), 1),
+        "cpu": round(flop / max(time.process_time() - cpu, 1e-9), 1),
+    }
+
+
+def describe() -> dict:
+    """The machine now, as plain values for a result file."""
+    load = os.getloadavg() if hasattr(os, "getloadavg") else None
+    return {
+        "cpu": cpu_model(),
+        "flags": cpu_flags(),
+        "cpu_count": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+        "platform": platform.platform(),
+        "load_average_1_5_15": [round(x, 2) for x in load] if load else None,
+        "matmul_1024_gflops": matmul_gflops(),
+    }
+
+
+def print_machine(when: str) -> dict:
+    """Print :func:`describe` in two lines, headed ``when``; return it."""
+    d = describe()
+    flags = " ".join(f"{k}{'+' if v else '-'}" for k, v in d["flags"].items()) or "unknown"
+    print(f"[{when}] {d['cpu']}, {d['cpu_count']} CPUs, torch {d['torch']} with "
+          f"{d['torch_threads']} threads; flags: {flags}")
+    m = d["matmul_1024_gflops"]
+    print(f"[{when}] 1024² fp32 matmul: {m['wall']:.0f} GFLOP/s per wall second "
+          f"({m['cpu']:.0f} per CPU second); load average {d['load_average_1_5_15']}",
+          flush=True)
+    return d
