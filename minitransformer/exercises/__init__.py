@@ -2,12 +2,15 @@
 it is right and, if not, what is most likely wrong.
 
 Every checker is called with the reader's function, runs it on random,
-edge-case and adversarial inputs, compares with the package's own
-implementation, prints one line (a pass, or one specific hint naming the most
-likely mistake) and returns True or False. It never raises: an exception in
-the reader's code is reported as a hint with its message. A function that
-still raises ``NotImplementedError`` gets "Not implemented yet". Checking
-uses a private random generator, so it does not move the notebook's seed.
+edge-case and adversarial inputs, compares with an independent reference
+(the package's own implementation, or the paper's closed form), prints one
+line (a pass, or one specific hint naming the most likely mistake) and
+returns True or False. It never raises: an exception in the reader's code is
+reported as a hint quoting the reader's line that raised (a function whose
+parameters do not fit is told its expected signature instead). A function
+that still raises ``NotImplementedError`` gets "Not implemented yet".
+Checking uses a private random generator, so it does not move the
+notebook's seed, and it leaves any model it is given as it was.
 
 Usage in a chapter (a stub cell the reader fills in, then the check)::
 
@@ -41,6 +44,18 @@ checker                                reader's function
                                        ``(B, H, L, D // H)``, head h = features
                                        ``h*Dh .. (h+1)*Dh - 1``.
 ``check_merge_heads``                  ``fn(heads) -> x``; ``(B, H, L, Dh)`` → ``(B, L, H*Dh)``.
+``check_multi_head_attention``         ``fn(query, key, value, w_q, w_k, w_v, w_o, num_heads,
+                                       mask=None) -> (output, weights)``; query ``(B, Lq, D)``,
+                                       key/value ``(B, Lk, D)``, weights ``(D, D)`` as
+                                       ``nn.Linear`` stores them (``x @ w.T``, no biases), bool
+                                       mask broadcastable to ``(B, H, Lq, Lk)``; output
+                                       ``(B, Lq, D)``, per-head weights ``(B, H, Lq, Lk)``.
+``check_kv_cache_step``                ``fn(x, cache_k, cache_v, w_q, w_k, w_v, w_o, num_heads)
+                                       -> (output, cache_k, cache_v)``; x ``(B, 1, D)`` the new
+                                       position, caches ``(B, H, t, Dh)`` (projected, split);
+                                       output ``(B, 1, D)``, caches ``(B, H, t + 1, Dh)``: one
+                                       decoding step of self-attention, equal to recomputing
+                                       the last position.
 ``check_layer_norm``                   ``fn(x, weight, bias, eps=1e-5) -> y``; x ``(..., D)``,
                                        weight and bias ``(D,)``; biased variance over the last
                                        axis.
@@ -53,6 +68,9 @@ checker                                reader's function
                                        logits ``(B, T, V)``, target ``(B, T)``; 0-dim mean over
                                        non-pad tokens of (1-ε)·nll + ε·mean_v(−log p_v)
                                        (PyTorch's label_smoothing convention).
+``check_warmup_schedule``              ``fn(step, d_model, warmup_steps=4000) -> lr``, a number:
+                                       d_model^-0.5 · min(step^-0.5, step · warmup^-1.5),
+                                       steps from 1.
 ``check_greedy_step``                  ``fn(model, src, prefix, bos_id=1, eos_id=2) -> next_ids``;
                                        src ``(B, S)``, prefix ``(B, t)`` starting with BOS;
                                        ``(B,)`` int64 argmax at the last position, source
@@ -62,16 +80,39 @@ checker                                reader's function
 
 Each checker's docstring lists the inputs it tries and the mistakes it
 recognises.
+
+Languages
+---------
+Verdicts are printed in the language set with :func:`set_language` (default
+``"en"``), or in the one passed as ``lang=`` to a single checker::
+
+    from minitransformer.exercises import set_language
+    set_language("zh")  # every later verdict in Chinese, where a translation exists
+
+The checking logic holds no text: every message is looked up by id in
+``minitransformer/exercises/locales/<code>.py``, whose ``MESSAGES`` dict maps
+ids such as ``"sdpa.hint.no_scale"`` to text with ``str.format`` fields
+(``{shape}``). **To add a language**, add one module there, e.g. ``zh.py``,
+defining ``MESSAGES`` with the same ids as ``en.py`` and the same ``{fields}``
+in each text; nothing else changes. An id the new module lacks is printed in
+English, and the tests check that every id it has exists in English with the
+same fields. Verdicts are wrapped at spaces to 88 columns, so a language
+written without spaces comes out as long lines; break them with ``\\n`` in
+the text where needed (each line is wrapped on its own).
 """
 
+from ._messages import available_languages, get_language, set_language
 from .attention import check_masked_softmax, check_scaled_dot_product_attention
 from .decoding import check_greedy_step
 from .feedforward import check_feed_forward
 from .heads import check_merge_heads, check_split_heads
+from .kv_cache import check_kv_cache_step
 from .layernorm import check_layer_norm
 from .loss import check_label_smoothing_loss
 from .masks import check_causal_mask, check_padding_mask
+from .multihead import check_multi_head_attention
 from .positional import check_sinusoidal_encoding
+from .schedule import check_warmup_schedule
 
 __all__ = [
     "check_scaled_dot_product_attention",
@@ -80,9 +121,15 @@ __all__ = [
     "check_padding_mask",
     "check_split_heads",
     "check_merge_heads",
+    "check_multi_head_attention",
+    "check_kv_cache_step",
     "check_layer_norm",
     "check_feed_forward",
     "check_sinusoidal_encoding",
     "check_label_smoothing_loss",
+    "check_warmup_schedule",
     "check_greedy_step",
+    "set_language",
+    "get_language",
+    "available_languages",
 ]

@@ -1,6 +1,6 @@
 """The machinery every checker shares: run the reader's function safely on a
-list of cases, compare with the package's answer, and name the most likely
-mistake.
+list of cases, compare with an independent reference, and name the most
+likely mistake.
 
 How a mistake is diagnosed: each checker lists the usual wrong versions of
 the function (no scaling, the mask inverted, ...) as :class:`Mistake` objects
@@ -9,55 +9,78 @@ reference on some case, the first listed mistake whose output equals the
 reader's, on that case and on every case before it, gives the hint. A
 mistake whose output is the same as the reference on a case does not tell
 anything there; one that differs from the reader's anywhere is ruled out.
+
+How an exception is reported: if the reader's function cannot even be
+called with the checker's arguments (``inspect.signature(fn).bind`` fails)
+the hint is about its signature; otherwise the verdict quotes the reader's
+own line that raised, with a hint about that call when one is known.
+
+No text lives here: messages are ids looked up with
+:func:`~minitransformer.exercises._messages.t` in the current language.
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
 import math
+import os
+import re
 import textwrap
+import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
+
+from ._messages import t, using_language
 
 #: Marks of a pass and a failure (plain symbols: they render in any font).
 PASS = "✓"
 FAIL = "✗"
 
-#: Printed when the reader's cell still raises NotImplementedError.
-NOT_IMPLEMENTED = (
-    "Not implemented yet: replace `raise NotImplementedError` with your code, "
-    "run the cell, then run the check again."
-)
+#: A message: its id, or (id, format fields).
+Msg = str | tuple[str, dict]
+
+
+def say(message: Msg) -> str:
+    """The text of a message id, or of an ``(id, fields)`` pair."""
+    if isinstance(message, tuple):
+        return t(message[0], **message[1])
+    return t(message)
 
 
 @dataclass
 class Case:
     """One call of the reader's function: ``fn(*args, **kwargs)``.
 
-    ``label`` describes the inputs in the reader's words; it is printed when
-    the case fails.
+    ``label`` is the id of a message describing the inputs in the reader's
+    words (``fields`` fill it in); it is printed when the case fails.
     """
 
     label: str
     args: tuple
     kwargs: dict = field(default_factory=dict)
+    fields: dict = field(default_factory=dict)
+
+    def describe(self) -> str:
+        return t(self.label, **self.fields)
 
 
 @dataclass
 class Mistake:
     """A typical wrong version of the function and the hint it earns.
 
-    ``compute`` takes the same arguments as the reader's function and returns
-    the wrong answer. ``nan``: ``"any"`` treats NaN entries of the wrong
-    answer as "anything goes" (the reader may have hidden them differently),
-    ``"match"`` requires the reader's NaN in exactly those places.
+    ``hint`` is a message id (or ``(id, fields)``). ``compute`` takes the
+    same arguments as the reader's function and returns the wrong answer.
+    ``nan``: ``"any"`` treats NaN entries of the wrong answer as "anything
+    goes" (the reader may have hidden them differently), ``"match"`` requires
+    the reader's NaN in exactly those places.
     """
 
-    hint: str
+    hint: Msg
     compute: Callable[..., Any]
     nan: str = "any"
 
@@ -94,11 +117,12 @@ def _clone(obj: Any) -> Any:
 def _same_tensors(a: Any, b: Any) -> bool:
     """True if every tensor inside ``a`` equals the one in ``b`` (NaN == NaN)."""
     if isinstance(a, Tensor):
-        return a.shape == b.shape and a.dtype == b.dtype and bool(
+        return isinstance(b, Tensor) and a.shape == b.shape and a.dtype == b.dtype and bool(
             torch.equal(a, b) or (a.is_floating_point() and torch.allclose(a, b, equal_nan=True))
         )
     if isinstance(a, (tuple, list)):
-        return all(_same_tensors(x, y) for x, y in zip(a, b, strict=False))
+        return isinstance(b, (tuple, list)) and len(a) == len(b) and all(
+            _same_tensors(x, y) for x, y in zip(a, b))
     if isinstance(a, dict):
         return all(_same_tensors(a[k], b[k]) for k in a)
     return True
@@ -106,54 +130,52 @@ def _same_tensors(a: Any, b: Any) -> bool:
 
 def describe(x: Any) -> str:
     """Short description of a returned value, for messages."""
+    if x is None:
+        return t("describe.none")
     if isinstance(x, Tensor):
-        return f"a tensor of shape {tuple(x.shape)} and dtype {x.dtype}"
+        return t("describe.tensor", shape=tuple(x.shape), dtype=x.dtype)
     if isinstance(x, (tuple, list)):
-        return f"a {type(x).__name__} of {len(x)} items"
-    return f"a {type(x).__name__}"
+        return t("describe.sequence", kind=type(x).__name__, n=len(x))
+    return t("describe.other", kind=type(x).__name__)
 
 
 def structure_problem(
-    got: Any, expected: Any, names: Sequence[str] = ("your result",), strict_dtype: bool = True
+    got: Any, expected: Any, names: Sequence[str] = ("name.result",), strict_dtype: bool = True
 ) -> str | None:
     """Say what is wrong with the *form* of ``got`` (type, length, shape,
-    dtype) compared with ``expected``, or None if the form is right."""
+    dtype) compared with ``expected``, or None if the form is right.
+    ``names`` are message ids naming the returned items."""
     if isinstance(expected, tuple):
         if not isinstance(got, (tuple, list)) or len(got) != len(expected):
-            what = ", ".join(names)
-            return f"your function should return a tuple ({what}); it returned {describe(got)}."
-        for g, e, n in zip(got, expected, names, strict=False):
+            what = ", ".join(t(n) for n in names)
+            return t("struct.tuple", names=what, got=describe(got))
+        for g, e, n in zip(got, expected, names):
             problem = structure_problem(g, e, (n,), strict_dtype)
             if problem:
                 return problem
         return None
-    name = names[0]
+    name = t(names[0])
     if isinstance(expected, Tensor):
         if not isinstance(got, Tensor):
-            return f"{name} should be a torch.Tensor; it is {describe(got)}."
+            return t("struct.not_tensor", name=name, got=describe(got))
         if got.shape != expected.shape:
-            return (
-                f"{name} has shape {tuple(got.shape)}; expected {tuple(expected.shape)}."
-            )
+            return t("struct.shape", name=name, got=tuple(got.shape),
+                     expected=tuple(expected.shape))
         if expected.dtype == torch.bool and got.dtype != torch.bool:
-            return (
-                f"{name} has dtype {got.dtype}; a mask must be torch.bool "
-                "(True = may attend)."
-            )
+            return t("struct.mask_dtype", name=name, got=got.dtype)
         if expected.dtype != torch.bool and got.dtype == torch.bool:
-            return f"{name} has dtype torch.bool; expected {expected.dtype}."
+            return t("struct.bool", name=name, expected=expected.dtype)
         if expected.is_floating_point() and not got.is_floating_point():
-            return f"{name} has dtype {got.dtype}; expected a floating-point tensor."
+            return t("struct.float", name=name, got=got.dtype)
         if expected.dtype in (torch.int64, torch.int32) and got.is_floating_point():
-            return f"{name} has dtype {got.dtype}; expected integer ids ({expected.dtype})."
+            return t("struct.int", name=name, got=got.dtype, expected=expected.dtype)
         if strict_dtype and expected.is_floating_point() and got.dtype != expected.dtype:
-            return (
-                f"{name} has dtype {got.dtype}; expected {expected.dtype}, the dtype of "
-                "the inputs (don't hard-code float32 or float64)."
-            )
+            return t("struct.dtype", name=name, got=got.dtype, expected=expected.dtype)
         return None
     if isinstance(expected, (int, float)) and not isinstance(got, (int, float, Tensor)):
-        return f"{name} should be a number; it is {describe(got)}."
+        return t("struct.number", name=name, got=describe(got))
+    if isinstance(expected, (int, float)) and isinstance(got, Tensor) and got.numel() != 1:
+        return t("struct.number", name=name, got=describe(got))
     return None
 
 
@@ -164,7 +186,7 @@ def close(got: Any, expected: Any, atol: float, rtol: float, nan: str = "none") 
     if isinstance(expected, (tuple, list)):
         if not isinstance(got, (tuple, list)) or len(got) != len(expected):
             return False
-        return all(close(g, e, atol, rtol, nan) for g, e in zip(got, expected, strict=False))
+        return all(close(g, e, atol, rtol, nan) for g, e in zip(got, expected))
     if isinstance(expected, Tensor):
         if not isinstance(got, Tensor) or got.shape != expected.shape:
             return False
@@ -185,6 +207,8 @@ def close(got: Any, expected: Any, atol: float, rtol: float, nan: str = "none") 
             value = float(got)
         except (TypeError, ValueError, RuntimeError):
             return False
+        if nan == "any" and math.isnan(expected):
+            return True
         return math.isclose(value, float(expected), abs_tol=atol, rel_tol=rtol)
     return got == expected
 
@@ -192,37 +216,161 @@ def close(got: Any, expected: Any, atol: float, rtol: float, nan: str = "none") 
 def worst_difference(got: Any, expected: Any) -> str:
     """One line naming the entry where ``got`` is furthest from ``expected``."""
     if isinstance(expected, (tuple, list)):
-        for i, (g, e) in enumerate(zip(got, expected, strict=False)):
+        for i, (g, e) in enumerate(zip(got, expected)):
             if not close(g, e, 0.0, 0.0):
-                return worst_difference(g, e) + f" (in item {i} of the returned tuple)"
+                return t("harness.in_item", what=worst_difference(g, e), index=i)
         return ""
     if isinstance(expected, Tensor) and isinstance(got, Tensor) and got.shape == expected.shape:
         g = got.detach().to(torch.float64)
         e = expected.detach().to(torch.float64)
         if torch.isnan(g).any() and not torch.isnan(e).any():
             idx = tuple(int(i) for i in torch.nonzero(torch.isnan(g))[0])
-            return f"your result has NaN, e.g. at index {idx} (expected {e[idx].item():.4g})"
+            return t("harness.worst_nan", index=idx, expected=f"{e[idx].item():.4g}")
         diff = (g - e).abs().nan_to_num(nan=math.inf)
         flat = int(diff.argmax())
         idx = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), diff.shape))
-        return (
-            f"largest difference {diff[idx].item():.3g} at index {idx}: "
-            f"expected {e[idx].item():.5g}, got {g[idx].item():.5g}"
-        )
-    return f"expected {expected!r}, got {got!r}"
+        return t("harness.worst", diff=f"{diff[idx].item():.3g}", index=idx,
+                 expected=f"{e[idx].item():.5g}", got=f"{g[idx].item():.5g}")
+    if isinstance(expected, (int, float)) and not isinstance(expected, bool):
+        try:
+            return t("harness.expected_got", expected=f"{float(expected):.6g}",
+                     got=f"{float(got):.6g}")
+        except (TypeError, ValueError, RuntimeError):
+            pass
+    return t("harness.expected_got", expected=repr(expected), got=repr(got))
 
 
-def _call(fn: Callable, case: Case) -> tuple[Any, BaseException | None, bool]:
-    """Run ``fn`` on a copy of the case; return (result, exception, mutated)."""
-    args, kwargs = _clone(case.args), _clone(case.kwargs)
+# --------------------------------------------------------------------------- calling
+#: Frames in these folders are library code, not the reader's.
+_LIBRARY_DIRS = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep
+                      for m in (torch, inspect))
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+@dataclass
+class _Outcome:
+    """What one call of the reader's function did."""
+
+    result: Any = None
+    error: BaseException | None = None
+    unbound: str | None = None  # why the arguments could not bind to fn's signature
+    line: str = ""  # the reader's source line that raised
+    mutated: bool = False  # an input tensor was changed in place
+    model_problem: str | None = None  # message id: the reader changed a model argument
+
+
+def _bind_error(fn: Callable, args: tuple, kwargs: dict) -> str | None:
+    """Why ``fn(*args, **kwargs)`` cannot bind, or None if it can (or if fn's
+    signature cannot be read)."""
     try:
-        result = fn(*args, **kwargs)
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    try:
+        signature.bind(*args, **kwargs)
+    except TypeError as exc:
+        return str(exc)
+    return None
+
+
+def _reader_frames(exc: BaseException) -> list[traceback.FrameSummary]:
+    """Frames of the traceback below the harness that are the reader's code
+    (not torch's, the standard library's or this package's)."""
+    frames = traceback.extract_tb(exc.__traceback__)[1:]  # [0] is _call itself
+    return [f for f in frames if not os.path.abspath(f.filename).startswith(
+        (*_LIBRARY_DIRS, _PACKAGE_DIR))]
+
+
+def _modules(args: tuple, kwargs: dict) -> list[nn.Module]:
+    return [a for a in (*args, *kwargs.values()) if isinstance(a, nn.Module)]
+
+
+def _snapshot(module: nn.Module) -> tuple[dict[str, Tensor], list[bool]]:
+    state = {k: v.detach().clone() for k, v in module.state_dict().items()}
+    return state, [m.training for m in module.modules()]
+
+
+def _restore(module: nn.Module, snapshot: tuple[dict[str, Tensor], list[bool]]) -> str | None:
+    """Put ``module`` back as it was; return the id of the message describing
+    what the reader changed, or None."""
+    state, modes = snapshot
+    problem = None
+    try:
+        now = module.state_dict()
+        if now.keys() != state.keys() or any(not torch.equal(now[k], v) for k, v in state.items()):
+            problem = "harness.model_changed"
+        with torch.no_grad():
+            module.load_state_dict(state)
+    except (RuntimeError, KeyError):
+        problem = "harness.model_changed"
+    now_modes = [m.training for m in module.modules()]
+    if problem is None and now_modes != modes:
+        problem = "harness.model_mode"
+    for m, training in zip(module.modules(), modes):
+        m.train(training)
+    return problem
+
+
+def _call(fn: Callable, case: Case) -> _Outcome:
+    """Run ``fn`` on a copy of the case's tensors (modules are shared, but
+    restored afterwards and any change to them is reported)."""
+    args, kwargs = _clone(case.args), _clone(case.kwargs)
+    unbound = _bind_error(fn, args, kwargs)
+    if unbound is not None:
+        return _Outcome(unbound=unbound)
+    modules = _modules(args, kwargs)
+    snapshots = [_snapshot(m) for m in modules]
+    outcome = _Outcome()
+    try:
+        outcome.result = fn(*args, **kwargs)
     except Exception as exc:  # the reader's bug, reported as a hint
-        return None, exc, False
-    mutated = not (_same_tensors(args, case.args) and _same_tensors(kwargs, case.kwargs))
-    return result, None, mutated
+        outcome.error = exc
+        frames = _reader_frames(exc)
+        if frames:
+            outcome.line = (frames[-1].line or "").strip()
+        elif isinstance(exc, TypeError) and traceback.extract_tb(exc.__traceback__)[1:] == []:
+            outcome.unbound = str(exc)  # a built-in that cannot take these arguments
+    for module, snapshot in zip(modules, snapshots):
+        outcome.model_problem = _restore(module, snapshot) or outcome.model_problem
+    outcome.mutated = not (_same_tensors(args, case.args) and _same_tensors(kwargs, case.kwargs))
+    return outcome
 
 
+def _first_line(exc: BaseException, limit: int = 160) -> str:
+    text = str(exc).strip().splitlines()
+    text = text[0] if text else ""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+_KEYWORD_HINTS = {"ddof": "err.ddof", "smoothing": "err.label_smoothing"}
+
+
+def common_error(exc: BaseException, line: str) -> str | None:
+    """A hint for errors any checker can meet, read from the exception's text."""
+    text = str(exc)
+    keyword = re.search(r"unexpected keyword argument '(\w+)'", text)
+    if keyword:
+        name = keyword.group(1)
+        if name in _KEYWORD_HINTS:
+            return t(_KEYWORD_HINTS[name])
+        func = re.match(r"([\w.]+)\(\) got", text)
+        return t("err.keyword", func=func.group(1) if func else "this function", arg=name)
+    if re.match(r"(log_)?softmax\(\) missing 1 required positional arguments?: \"dim\"", text):
+        return t("err.softmax_dim")
+    if "float" in text and ("tuple of ints" in text or "SymInt" in text):
+        return t("err.float_size")
+    if "invalid combination of arguments" in text:
+        func = text.split("(")[0]
+        if func in ("var", "std", "var_mean", "std_mean") and "ddof" in text:
+            return t("err.ddof")
+        if func in ("max", "maximum") and re.search(r"got \((int|float)", text):
+            return t("err.max_relu")
+    if "view size is not compatible" in text:
+        return t("err.view_contiguous")
+    return None
+
+
+# --------------------------------------------------------------------------- checking
 def _matches(mistake: Mistake, case: Case, got: Any, compare, strict_dtype: bool) -> bool:
     """True if the mistake explains the reader's result on this case."""
     try:
@@ -231,13 +379,11 @@ def _matches(mistake: Mistake, case: Case, got: Any, compare, strict_dtype: bool
         return False
     if structure_problem(got, wrong, strict_dtype=strict_dtype) is not None:
         return False
-    if mistake.nan == "match":
-        return compare(got, wrong, case, "match")
-    return compare(got, wrong, case, "any")
+    return compare(got, wrong, case, "match" if mistake.nan == "match" else "any")
 
 
 def _explain(mistakes: Sequence[Mistake], runs: list[tuple[Case, Any]], index: int, cmp,
-             strict_dtype: bool) -> str | None:
+             strict_dtype: bool) -> Msg | None:
     """The hint of the first mistake that reproduces the reader's results on
     every case run; failing that, on the cases up to the first wrong one."""
     for upto in (len(runs), index + 1):
@@ -254,14 +400,16 @@ def check(
     reference: Callable[..., Any],
     mistakes: Sequence[Mistake] = (),
     *,
-    names: Sequence[str] = ("your result",),
+    signature: str,
+    names: Sequence[str] = ("name.result",),
     atol: float = 1e-5,
     rtol: float = 1e-4,
     strict_dtype: bool = True,
     compare: Callable[[Any, Any, Case, str], bool] | None = None,
-    on_error: Callable[[Case, BaseException], str | None] | None = None,
-    fallback: str = "",
-    on_pass: Callable[[list[Any]], str | None] | None = None,
+    on_error: Callable[[Case, BaseException, str], str | None] | None = None,
+    fallback: Msg | None = None,
+    on_pass: Callable[[list[Any]], Msg | None] | None = None,
+    lang: str | None = None,
 ) -> bool:
     """Grade ``fn`` on ``cases`` against ``reference``; print one verdict.
 
@@ -269,74 +417,110 @@ def check(
         title: what is checked, e.g. "scaled_dot_product_attention".
         fn: the reader's function.
         cases: inputs, simplest first (the first failure is the one reported).
-        reference: the package's answer, same arguments as ``fn``.
+        reference: the right answer, same arguments as ``fn``; it is computed
+            before the reader's function runs.
         mistakes: typical wrong versions, most likely first.
-        names: names of the returned items (for a tuple result).
+        signature: how ``fn`` is called, e.g. "fn(q, k, v, mask=None)".
+        names: message ids naming the returned items (for a tuple result).
         compare: ``compare(got, expected, case, nan)`` -> bool, replacing the
             default :func:`close` (used where several answers are right).
-        on_error: turns an exception raised on a case into a specific hint.
+        on_error: ``on_error(case, exc, line)`` turns an exception raised by
+            the reader's ``line`` into a specific hint (text), or None.
         fallback: advice added to the generic "wrong values" message.
         on_pass: may return a note printed under a pass.
+        lang: language of the verdict; None for the current one.
 
     Returns:
         True if every case matched, False otherwise.
     """
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny tensors: threads only add overhead (and contention)
+    try:
+        with using_language(lang):
+            return _check(title, fn, cases, reference, mistakes, signature=signature,
+                          names=names, atol=atol, rtol=rtol, strict_dtype=strict_dtype,
+                          compare=compare,
+                          on_error=on_error, fallback=fallback, on_pass=on_pass)
+    finally:
+        torch.set_num_threads(threads)
 
+
+def _check(title, fn, cases, reference, mistakes, *, signature, names, atol, rtol,
+           strict_dtype, compare, on_error, fallback, on_pass) -> bool:
     def cmp(got: Any, expected: Any, case: Case, nan: str = "none") -> bool:
         if compare is not None:
             return compare(got, expected, case, nan)
         return close(got, expected, atol, rtol, nan)
 
     def fail(message: str, case: Case | None = None) -> bool:
-        where = f"\n(failed on: {case.label})" if case is not None else ""
+        where = "\n" + t("harness.failed_on", label=case.describe()) if case is not None else ""
         print(wrap(f"{FAIL} {title}: {message}{where}"))
         return False
 
     if not callable(fn):
-        return fail(f"expected a function, got {describe(fn)}.")
+        return fail(t("harness.not_callable", got=describe(fn)))
 
     runs: list[tuple[Case, Any]] = []  # every case that returned, in order
     first_bad: tuple[int, Any, Any, str | None] | None = None  # (index, got, expected, problem)
     for case in cases:
-        got, exc, mutated = _call(fn, case)
-        if isinstance(exc, NotImplementedError):
-            return fail(NOT_IMPLEMENTED)
-        if exc is not None:
+        expected = reference(*_clone(case.args), **_clone(case.kwargs))
+        outcome = _call(fn, case)
+        if isinstance(outcome.error, NotImplementedError):
+            return fail(t("harness.not_implemented"))
+        if outcome.unbound is not None or outcome.error is not None:
             if first_bad is not None:
                 break  # an earlier case already went wrong: report that one
-            specific = on_error(case, exc) if on_error is not None else None
-            message = f"your function raised {type(exc).__name__}: {exc}"
-            if specific:
-                message = f"{specific}\n   ({message})"
-            return fail(message, case)
-        expected = reference(*_clone(case.args), **_clone(case.kwargs))
+            if outcome.unbound is not None:
+                return fail(t("harness.signature", signature=signature,
+                              error=outcome.unbound), case)
+            return fail(_error_message(outcome, case, on_error), case)
+        if outcome.model_problem is not None:
+            return fail(t(outcome.model_problem), case)
+        got = outcome.result
         runs.append((case, got))
         if first_bad is not None:
             continue  # keep running: later cases help to name the mistake
         problem = structure_problem(got, expected, names, strict_dtype)
         if problem is not None or not cmp(got, expected, case):
             first_bad = (len(runs) - 1, got, expected, problem)
-        elif mutated:
-            return fail(
-                "your function changed one of its input tensors in place (a method "
-                "ending in _, like masked_fill_ or div_, or an indexed assignment). "
-                "Work on new tensors so the caller's inputs stay as they were.",
-                case,
-            )
+        elif outcome.mutated:
+            return fail(t("harness.mutated"), case)
 
     if first_bad is not None:
         index, got, expected, problem = first_bad
+        case = runs[index][0]
+        for _ in range(3):  # a random answer (dropout, sampling) is wrong differently each time
+            again = _call(fn, case)
+            if again.error is None and not _same_tensors(got, again.result):
+                return fail(t("harness.random"), case)
         hint = _explain(mistakes, runs, index, cmp, strict_dtype)
-        if hint is None:
-            hint = problem or f"wrong values: {worst_difference(got, expected)}."
-            if problem is None and fallback:
-                hint += f"\n   {fallback}"
-        return fail(hint, runs[index][0])
+        if hint is not None:
+            return fail(say(hint), case)
+        if problem is not None:
+            return fail(problem, case)
+        message = t("harness.wrong_values", where=worst_difference(got, expected))
+        if fallback:
+            message += "\n" + say(fallback)
+        return fail(message, case)
 
     results = [got for _, got in runs]
     note = on_pass(results) if on_pass is not None else None
-    tested = "Tested: " + "; ".join(c.label for c in cases) + "."
-    print(wrap(f"{PASS} {title}: correct on all {len(cases)} tests.\n{tested}"))
+    labels = "; ".join(c.describe() for c in cases)
+    print(wrap(f"{PASS} {title}: {t('harness.passed', count=len(cases))}\n"
+               f"{t('harness.tested', labels=labels)}"))
     if note:
-        print(wrap(f"Note: {note}", first="   "))
+        print(wrap(t("harness.note", note=say(note)), first="   "))
     return True
+
+
+def _error_message(outcome: _Outcome, case: Case, on_error) -> str:
+    """The verdict for an exception: a specific hint if one is known, and the
+    reader's own line that raised."""
+    exc = outcome.error
+    error = f"{type(exc).__name__}: {_first_line(exc)}"
+    line = outcome.line if len(outcome.line) <= 100 else outcome.line[:99] + "…"
+    specific = on_error(case, exc, outcome.line) if on_error is not None else None
+    specific = specific or common_error(exc, outcome.line)
+    raised = (t("harness.raised_at", line=line, error=error) if line
+              else t("harness.raised", error=error))
+    return f"{specific}\n({raised})" if specific else raised

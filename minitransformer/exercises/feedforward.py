@@ -17,32 +17,20 @@ from torch import Tensor
 
 from ..feedforward import PositionwiseFeedForward
 from ._harness import Case, Mistake, check, generator
+from ._messages import t
 
 __all__ = ["check_feed_forward"]
 
 
 def _reference(x: Tensor, w1: Tensor, b1: Tensor, w2: Tensor, b2: Tensor) -> Tensor:
-    ffn = PositionwiseFeedForward(w1.shape[1], w1.shape[0]).to(x.dtype).eval()
+    with torch.random.fork_rng(devices=[]):  # its initialisation must not move the seed
+        ffn = PositionwiseFeedForward(w1.shape[1], w1.shape[0]).to(x.dtype).eval()
     with torch.no_grad():
         ffn.linear1.weight.copy_(w1)
         ffn.linear1.bias.copy_(b1)
         ffn.linear2.weight.copy_(w2)
         ffn.linear2.bias.copy_(b2)
         return ffn(x)
-
-
-_HINTS = {
-    "no_relu": (
-        "there is no ReLU between the two layers, so they collapse into one linear map "
-        "(W2 W1): apply torch.relu to the first layer's output."
-    ),
-    "relu_out": (
-        "a ReLU is also applied after the second layer: the FFN ends with the linear "
-        "layer, so its outputs can be negative."
-    ),
-    "gelu": "GELU is used; the paper's FFN (and this book's) uses ReLU.",
-    "no_bias": "a bias is missing: both layers add their bias (b1 after W1, b2 after W2).",
-}
 
 
 def _cases() -> list[Case]:
@@ -56,41 +44,51 @@ def _cases() -> list[Case]:
                 r(d, dtype=dtype))
 
     return [
-        Case("x (2, 3, 4), d_ff 8", (r(2, 3, 4), *weights(4, 8))),
-        Case("d_model = d_ff: x (2, 5, 6), d_ff 6", (r(2, 5, 6), *weights(6, 6))),
-        Case("one position: x (1, 1, 3), d_ff 5", (r(1, 1, 3), *weights(3, 5))),
-        Case("no batch axis: x (7, 4), d_ff 16", (r(7, 4), *weights(4, 16))),
-        Case("float64: x (2, 2, 4), d_ff 4", (r(2, 2, 4, dtype=torch.float64),
-                                              *weights(4, 4, torch.float64))),
+        Case("ffn.case.plain", (r(2, 3, 4), *weights(4, 8))),
+        Case("ffn.case.square", (r(2, 5, 6), *weights(6, 6))),
+        Case("ffn.case.one", (r(1, 1, 3), *weights(3, 5))),
+        Case("ffn.case.no_batch", (r(7, 4), *weights(4, 16))),
+        Case("ffn.case.float64", (r(2, 2, 4, dtype=torch.float64),
+                                  *weights(4, 4, torch.float64))),
     ]
 
 
 def _mistakes() -> list[Mistake]:
-    h = _HINTS
+    def ffn(act=torch.relu, bias1=True, bias2=True, relu_in=False, bias_after=False,
+            relu_out=False):
+        def fn(x, w1, b1, w2, b2):
+            h = F.linear(torch.relu(x) if relu_in else x, w1, b1 if bias1 and not bias_after
+                         else None)
+            h = act(h) if not relu_in else h
+            if bias_after:
+                h = h + b1
+            y = F.linear(h, w2, b2 if bias2 else None)
+            return torch.relu(y) if relu_out else y
+        return fn
+
     return [
-        Mistake(h["no_relu"], lambda x, w1, b1, w2, b2: F.linear(F.linear(x, w1, b1), w2, b2)),
-        Mistake(h["relu_out"], lambda x, w1, b1, w2, b2: torch.relu(
-            F.linear(torch.relu(F.linear(x, w1, b1)), w2, b2))),
-        Mistake(h["gelu"], lambda x, w1, b1, w2, b2: F.linear(F.gelu(F.linear(x, w1, b1)), w2,
-                                                               b2)),
-        Mistake(h["no_bias"], lambda x, w1, b1, w2, b2: F.linear(torch.relu(F.linear(x, w1)),
-                                                                  w2, b2)),
-        Mistake(h["no_bias"], lambda x, w1, b1, w2, b2: F.linear(
-            torch.relu(F.linear(x, w1, b1)), w2)),
+        Mistake("ffn.hint.no_relu", ffn(act=lambda h: h)),
+        Mistake("ffn.hint.relu_out", ffn(relu_out=True)),
+        Mistake("ffn.hint.relu_in", ffn(relu_in=True)),
+        Mistake("ffn.hint.bias_after", ffn(bias_after=True)),
+        Mistake("ffn.hint.gelu", ffn(act=F.gelu)),
+        Mistake("ffn.hint.other_act", ffn(act=torch.tanh)),
+        Mistake("ffn.hint.other_act", ffn(act=torch.sigmoid)),
+        Mistake("ffn.hint.no_bias", ffn(bias1=False)),
+        Mistake("ffn.hint.no_bias", ffn(bias2=False)),
     ]
 
 
-def _error(case: Case, exc: BaseException) -> str | None:
+def _error(case: Case, exc: BaseException, line: str) -> str | None:
     text = str(exc)
-    if isinstance(exc, TypeError) and "argument" in text:
-        return "the function must have the signature fn(x, w1, b1, w2, b2)."
     if "shapes cannot be multiplied" in text or "size mismatch" in text:
-        return ("a shape error in a matrix product: nn.Linear stores W1 as (d_ff, d_model), "
-                "so multiply by its transpose: x @ w1.T + b1.")
+        if "linear" in line:
+            return t("ffn.err.linear_transposed")
+        return t("ffn.err.transpose")
     return None
 
 
-def check_feed_forward(fn: Callable) -> bool:
+def check_feed_forward(fn: Callable, *, lang: str | None = None) -> bool:
     """Check ``fn(x, w1, b1, w2, b2) -> y``.
 
     Args:
@@ -98,15 +96,17 @@ def check_feed_forward(fn: Callable) -> bool:
             ``(F, D)``, ``b1`` ``(F,)``, ``w2`` ``(D, F)``, ``b2`` ``(D,)`` (as
             ``nn.Linear`` stores them); returns ``relu(x w1ᵀ + b1) w2ᵀ + b2``,
             ``(..., D)``, in ``x``'s dtype.
+        lang: language of the verdict; None for the current one.
 
-    Tests: 2- and 3-axis inputs, a single position, float64. A missing
-    transpose fails on shapes in the first case and gets its own hint.
+    Tests: 2- and 3-axis inputs, a single position, d_ff = d_model, float64.
+    A missing transpose fails on shapes in the first case and gets its own
+    hint (and so does a transpose too many inside ``F.linear``).
 
     Returns:
         True if it matches :class:`minitransformer.PositionwiseFeedForward`.
     """
     return check(
-        "feed_forward", fn, _cases(), _reference, _mistakes(), names=("y",),
-        atol=1e-5, rtol=1e-4, on_error=_error,
-        fallback="Compute torch.relu(x @ w1.T + b1) @ w2.T + b2.",
+        "feed_forward", fn, _cases(), _reference, _mistakes(),
+        signature="fn(x, w1, b1, w2, b2)", names=("name.y",), atol=1e-5, rtol=1e-4,
+        on_error=_error, fallback="ffn.fallback", lang=lang,
     )

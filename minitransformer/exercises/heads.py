@@ -33,39 +33,6 @@ def merge_heads_reference(x: Tensor) -> Tensor:
     return torch.cat([x[:, h] for h in range(x.shape[1])], dim=-1)
 
 
-_SPLIT_HINTS = {
-    "no_transpose": (
-        "the heads axis is in the wrong place: you returned (B, L, H, Dh); move heads "
-        "before the length with .transpose(1, 2), giving (B, H, L, Dh)."
-    ),
-    "direct": (
-        "you reshaped (B, L, D) straight to (B, H, L, Dh): that cuts the *sequence* into "
-        "pieces and mixes positions between heads. View as (B, L, H, Dh) first (split "
-        "the feature axis), then .transpose(1, 2)."
-    ),
-    "strided": (
-        "each head got every H-th feature (strided) instead of a contiguous slice of Dh "
-        "features: view the last axis as (H, Dh), in that order, not (Dh, H)."
-    ),
-    "swapped": (
-        "heads and head width are swapped: you made Dh heads of width H. The last axis "
-        "splits as (num_heads, D // num_heads)."
-    ),
-}
-
-_MERGE_HINTS = {
-    "direct": (
-        "you reshaped (B, H, L, Dh) straight to (B, L, D) without moving the heads axis "
-        "back: that mixes positions. First .transpose(1, 2) to (B, L, H, Dh), then "
-        ".reshape(B, L, H * Dh)."
-    ),
-    "strided": (
-        "the heads' features are interleaved: merging must put each head's Dh features "
-        "side by side, as (B, L, H, Dh) → (B, L, H*Dh), not (B, L, Dh, H)."
-    ),
-}
-
-
 def _split_cases() -> list[Case]:
     g = generator(4)
 
@@ -73,58 +40,58 @@ def _split_cases() -> list[Case]:
         return torch.randn(*shape, generator=g)
 
     return [
-        Case("x (2, 5, 12), 3 heads", (r(2, 5, 12), 3)),
-        Case("length 1: x (2, 1, 6), 2 heads", (r(2, 1, 6), 2)),
-        Case("one head: x (3, 4, 8), 1 head", (r(3, 4, 8), 1)),
-        Case("head width 1: x (2, 3, 4), 4 heads", (r(2, 3, 4), 4)),
-        Case("x (1, 7, 10), 5 heads, float64", (r(1, 7, 10).double(), 5)),
+        Case("split.case.plain", (r(2, 5, 12), 3)),
+        Case("split.case.length1", (r(2, 1, 6), 2)),
+        Case("split.case.one_head", (r(3, 4, 8), 1)),
+        Case("split.case.width1", (r(2, 3, 4), 4)),
+        Case("split.case.float64", (r(1, 7, 10).double(), 5)),
     ]
 
 
 def _split_mistakes() -> list[Mistake]:
-    h = _SPLIT_HINTS
-
     def shape(x, n):
         b, seq, d = x.shape
-        return b, seq, d, n, d // n
+        return b, seq, n, d // n
 
     def no_transpose(x, n):
-        b, seq, d, n, dh = shape(x, n)
+        b, seq, n, dh = shape(x, n)
         return x.reshape(b, seq, n, dh)
 
     def direct(x, n):
-        b, seq, d, n, dh = shape(x, n)
+        b, seq, n, dh = shape(x, n)
         return x.reshape(b, n, seq, dh)
 
     def strided(x, n):
-        b, seq, d, n, dh = shape(x, n)
+        b, seq, n, dh = shape(x, n)
         return x.reshape(b, seq, dh, n).permute(0, 3, 1, 2)
 
-    def swapped(x, n):
-        b, seq, d, n, dh = shape(x, n)
+    def swapped(x, n):  # also torch.stack(x.split(n, dim=-1), 1): pieces of size n
+        b, seq, n, dh = shape(x, n)
         return x.reshape(b, seq, dh, n).transpose(1, 2)
 
-    return [Mistake(h["no_transpose"], no_transpose), Mistake(h["direct"], direct),
-            Mistake(h["strided"], strided), Mistake(h["swapped"], swapped)]
+    def reversed_heads(x, n):
+        return split_heads_reference(x, n).flip(1)
+
+    def last_two(x, n):
+        b, seq, n, dh = shape(x, n)
+        return x.reshape(b, seq, n, dh).permute(0, 2, 3, 1)
+
+    return [Mistake("split.hint.no_transpose", no_transpose),
+            Mistake("split.hint.direct", direct),
+            Mistake("split.hint.strided", strided),
+            Mistake("split.hint.swapped", swapped),
+            Mistake("split.hint.reversed", reversed_heads),
+            Mistake("split.hint.last_two", last_two)]
 
 
-def _view_error(case: Case, exc: BaseException) -> str | None:
-    text = str(exc)
-    if "view size is not compatible" in text or "contiguous" in text:
-        return ("after a transpose the tensor is not contiguous, so .view() fails: use "
-                ".reshape(...) or .contiguous().view(...).")
-    if isinstance(exc, TypeError) and "argument" in text:
-        return "check the signature: fn(x, num_heads) for split, fn(x) for merge."
-    return None
-
-
-def check_split_heads(fn: Callable) -> bool:
+def check_split_heads(fn: Callable, *, lang: str | None = None) -> bool:
     """Check ``fn(x, num_heads) -> heads``.
 
     Args:
         fn: the reader's split: ``x`` ``(B, L, D)`` and ``num_heads`` H (dividing
             D); returns ``(B, H, L, D // H)``, head ``h`` holding features
             ``h*Dh`` to ``(h+1)*Dh - 1`` of every position.
+        lang: language of the verdict; None for the current one.
 
     Tests: several head counts (1, and as many heads as features), length 1,
     float64.
@@ -134,8 +101,8 @@ def check_split_heads(fn: Callable) -> bool:
     """
     return check(
         "split_heads", fn, _split_cases(), split_heads_reference, _split_mistakes(),
-        names=("the heads",), atol=0.0, rtol=0.0, on_error=_view_error,
-        fallback="x.view(B, L, H, D // H).transpose(1, 2) is one right answer.",
+        signature="fn(x, num_heads)", names=("name.heads",), atol=0.0, rtol=0.0,
+        fallback="split.fallback", lang=lang,
     )
 
 
@@ -146,17 +113,15 @@ def _merge_cases() -> list[Case]:
         return torch.randn(*shape, generator=g)
 
     return [
-        Case("heads (2, 3, 5, 4) → (2, 5, 12)", (r(2, 3, 5, 4),)),
-        Case("length 1: heads (2, 2, 1, 3)", (r(2, 2, 1, 3),)),
-        Case("one head: heads (3, 1, 4, 8)", (r(3, 1, 4, 8),)),
-        Case("head width 1: heads (2, 4, 3, 1)", (r(2, 4, 3, 1),)),
-        Case("heads (1, 5, 7, 2), float64", (r(1, 5, 7, 2).double(),)),
+        Case("merge.case.plain", (r(2, 3, 5, 4),)),
+        Case("merge.case.length1", (r(2, 2, 1, 3),)),
+        Case("merge.case.one_head", (r(3, 1, 4, 8),)),
+        Case("merge.case.width1", (r(2, 4, 3, 1),)),
+        Case("merge.case.float64", (r(1, 5, 7, 2).double(),)),
     ]
 
 
 def _merge_mistakes() -> list[Mistake]:
-    h = _MERGE_HINTS
-
     def direct(x):
         b, n, seq, dh = x.shape
         return x.reshape(b, seq, n * dh)
@@ -165,16 +130,29 @@ def _merge_mistakes() -> list[Mistake]:
         b, n, seq, dh = x.shape
         return x.permute(0, 2, 3, 1).reshape(b, seq, n * dh)
 
-    return [Mistake(h["direct"], direct), Mistake(h["strided"], strided)]
+    def reversed_heads(x):
+        return merge_heads_reference(x.flip(1))
+
+    def cat_length(x):
+        return torch.cat(x.unbind(1), dim=1)  # (B, H*L, Dh)
+
+    return [Mistake("merge.hint.direct", direct),
+            Mistake("merge.hint.strided", strided),
+            Mistake("merge.hint.reversed", reversed_heads),
+            Mistake("merge.hint.no_reshape", lambda x: x.transpose(1, 2)),
+            Mistake("merge.hint.cat_length", cat_length),
+            Mistake("merge.hint.summed", lambda x: x.sum(1)),
+            Mistake("merge.hint.summed", lambda x: x.mean(1))]
 
 
-def check_merge_heads(fn: Callable) -> bool:
+def check_merge_heads(fn: Callable, *, lang: str | None = None) -> bool:
     """Check ``fn(heads) -> x``.
 
     Args:
         fn: the reader's merge, the inverse of the split: ``heads``
             ``(B, H, L, Dh)`` → ``(B, L, H * Dh)``, head ``h`` back in features
             ``h*Dh`` to ``(h+1)*Dh - 1``.
+        lang: language of the verdict; None for the current one.
 
     Tests: as for :func:`check_split_heads`.
 
@@ -183,6 +161,6 @@ def check_merge_heads(fn: Callable) -> bool:
     """
     return check(
         "merge_heads", fn, _merge_cases(), merge_heads_reference, _merge_mistakes(),
-        names=("the merged tensor",), atol=0.0, rtol=0.0, on_error=_view_error,
-        fallback="heads.transpose(1, 2).reshape(B, L, H * Dh) is one right answer.",
+        signature="fn(heads)", names=("name.merged",), atol=0.0, rtol=0.0,
+        fallback="merge.fallback", lang=lang,
     )

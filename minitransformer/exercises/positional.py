@@ -17,12 +17,13 @@ from torch import Tensor
 
 from ..positional import sinusoidal_table
 from ._harness import Case, Mistake, check
+from ._messages import t
 
 __all__ = ["check_sinusoidal_encoding"]
 
 
 def _table(max_len: int, d_model: int, *, layout: str = "interleaved", exponent: str = "2i",
-           start: int = 0, divide: bool = True) -> Tensor:
+           start: int = 0, divide: bool = True, denominator: str = "d_model") -> Tensor:
     """A sinusoidal table with one knob turned: the family of wrong answers."""
     pos = torch.arange(start, start + max_len, dtype=torch.float64)[:, None]
     n_sin = (d_model + 1) // 2
@@ -37,7 +38,12 @@ def _table(max_len: int, d_model: int, *, layout: str = "interleaved", exponent:
     if layout == "halves":  # sin in the first half, cos in the second, same frequencies
         i = torch.cat([torch.arange(n_sin), torch.arange(d_model - n_sin)]).double()
         pair = 2 * i
-    freq = torch.pow(10000.0, pair / d_model)
+    if denominator == "d_model":
+        freq = torch.pow(10000.0, pair / d_model)
+    elif denominator == "max_len":
+        freq = torch.pow(10000.0, pair / max_len)
+    else:  # none: 10000^(2i): every angle after the first pair is about 0
+        freq = torch.pow(10000.0, pair)
     angle = pos / freq if divide else pos * freq
     pe = torch.empty(max_len, d_model, dtype=torch.float64)
     if layout == "interleaved":
@@ -52,64 +58,29 @@ def _table(max_len: int, d_model: int, *, layout: str = "interleaved", exponent:
     return pe.float()
 
 
-_HINTS = {
-    "transposed": (
-        "the table is transposed: rows are positions and columns features, shape "
-        "(max_len, d_model)."
-    ),
-    "halves": (
-        "sines and cosines are in two halves (sin in the first d_model/2 columns, cos in "
-        "the second). The paper interleaves them: even columns 2i hold sin, odd columns "
-        "2i+1 hold cos of the same frequency: pe[:, 0::2] = sin, pe[:, 1::2] = cos."
-    ),
-    "swapped": (
-        "sine and cosine are swapped: even columns (0, 2, ...) hold sin, odd columns hold "
-        "cos. Row 0 must read 0, 1, 0, 1, ..."
-    ),
-    "exp_j": (
-        "each column has its own frequency: the exponent must use the pair index, "
-        "10000^(2i/d_model) for both columns 2i and 2i+1, not 10000^(j/d_model) with j "
-        "the column."
-    ),
-    "exp_2j": (
-        "the exponent is doubled: for column pair (2i, 2i+1) it is 2i/d_model, where 2i "
-        "is the even column's index (torch.arange(0, d_model, 2)), not 2 × that index."
-    ),
-    "start1": (
-        "positions start at 1; they start at 0, so row 0 is sin 0 = 0 and cos 0 = 1."
-    ),
-    "multiply": (
-        "you multiplied the position by 10000^(2i/d_model); divide: the angle is "
-        "pos / 10000^(2i/d_model), so wavelengths grow from 2π to about 10000·2π."
-    ),
-}
-
-
 def _mistakes() -> list[Mistake]:
-    h = _HINTS
     return [
-        Mistake(h["transposed"], lambda n, d: sinusoidal_table(n, d).T),
-        Mistake(h["halves"], lambda n, d: _table(n, d, layout="halves")),
-        Mistake(h["swapped"], lambda n, d: _table(n, d, layout="swapped")),
-        Mistake(h["exp_j"], lambda n, d: _table(n, d, exponent="j")),
-        Mistake(h["exp_2j"], lambda n, d: _table(n, d, exponent="4i")),
-        Mistake(h["start1"], lambda n, d: _table(n, d, start=1)),
-        Mistake(h["multiply"], lambda n, d: _table(n, d, divide=False)),
+        Mistake("pe.hint.transposed", lambda n, d: sinusoidal_table(n, d).T),
+        Mistake("pe.hint.halves", lambda n, d: _table(n, d, layout="halves")),
+        Mistake("pe.hint.swapped", lambda n, d: _table(n, d, layout="swapped")),
+        Mistake("pe.hint.exp_j", lambda n, d: _table(n, d, exponent="j")),
+        Mistake("pe.hint.exp_2j", lambda n, d: _table(n, d, exponent="4i")),
+        Mistake("pe.hint.no_d", lambda n, d: _table(n, d, denominator="none")),
+        Mistake("pe.hint.max_len", lambda n, d: _table(n, d, denominator="max_len")),
+        Mistake("pe.hint.start1", lambda n, d: _table(n, d, start=1)),
+        Mistake("pe.hint.multiply", lambda n, d: _table(n, d, divide=False)),
     ]
 
 
-def _error(case: Case, exc: BaseException) -> str | None:
+def _error(case: Case, exc: BaseException, line: str) -> str | None:
     n, d = case.args
-    if d % 2 == 1 and ("shape" in str(exc) or "size" in str(exc) or "match" in str(exc)):
-        return (f"odd d_model ({d}) fails: there are ceil(d/2) = {(d + 1) // 2} sine "
-                f"columns but only floor(d/2) = {d // 2} cosine columns, so use "
-                "angle[:, : d_model // 2] for the cosines.")
-    if isinstance(exc, TypeError) and "argument" in str(exc):
-        return "the function must have the signature fn(max_len, d_model)."
+    text = str(exc)
+    if d % 2 == 1 and ("shape" in text or "size" in text or "match" in text):
+        return t("pe.err.odd", d=d, n_sin=(d + 1) // 2, n_cos=d // 2)
     return None
 
 
-def check_sinusoidal_encoding(fn: Callable) -> bool:
+def check_sinusoidal_encoding(fn: Callable, *, lang: str | None = None) -> bool:
     """Check ``fn(max_len, d_model) -> table``.
 
     Args:
@@ -117,6 +88,7 @@ def check_sinusoidal_encoding(fn: Callable) -> bool:
             ``(max_len, d_model)`` with ``sin(pos / 10000^(2i/d_model))`` in
             column ``2i`` and ``cos`` of the same angle in column ``2i+1``,
             positions from 0. Any floating dtype is accepted.
+        lang: language of the verdict; None for the current one.
 
     Tests: (50, 16), length 1, (30, 6), an odd width (20, 7) and a long table
     (200, 64).
@@ -124,14 +96,13 @@ def check_sinusoidal_encoding(fn: Callable) -> bool:
     Returns:
         True if it matches :func:`minitransformer.sinusoidal_table`.
     """
-    cases = [Case("max_len 50, d_model 16", (50, 16)),
-             Case("length 1: max_len 1, d_model 8", (1, 8)),
-             Case("max_len 30, d_model 6", (30, 6)),
-             Case("odd width: max_len 20, d_model 7", (20, 7)),
-             Case("a long table: max_len 200, d_model 64", (200, 64))]
+    cases = [Case("pe.case.sizes", (50, 16), fields={"n": 50, "d": 16}),
+             Case("pe.case.length1", (1, 8)),
+             Case("pe.case.sizes", (30, 6), fields={"n": 30, "d": 6}),
+             Case("pe.case.odd", (20, 7)),
+             Case("pe.case.long", (200, 64))]
     return check(
         "sinusoidal_encoding", fn, cases, sinusoidal_table, _mistakes(),
-        names=("the table",), atol=1e-4, rtol=1e-4, strict_dtype=False, on_error=_error,
-        fallback="Column 2i is sin(pos / 10000**(2i / d_model)), column 2i+1 the cos of "
-                 "the same angle.",
+        signature="fn(max_len, d_model)", names=("name.table",), atol=1e-4, rtol=1e-4,
+        strict_dtype=False, on_error=_error, fallback="pe.fallback", lang=lang,
     )

@@ -1,0 +1,183 @@
+"""Checker for one step of incremental decoding with a key/value cache.
+
+When a decoder generates token by token, the keys and values of the earlier
+positions do not change, so each self-attention layer keeps them (the *KV
+cache*) and a step only projects the new position: it appends the new key
+and value to the cache and lets the new query attend to every cached
+position and to itself. No causal mask is needed (nothing later exists yet),
+and the result equals the last row of causal self-attention recomputed over
+the whole prefix.
+
+Weights as in :mod:`minitransformer.exercises.multihead`: ``(D, D)`` in
+``nn.Linear``'s ``(out, in)`` layout, no biases. The cache holds keys and
+values already projected and split into heads, ``(B, H, t, Dh)``, as
+:class:`minitransformer.KVCache` does. Reference:
+:meth:`minitransformer.MultiHeadAttention.project_kv`, :meth:`KVCache.append`
+and :meth:`~minitransformer.MultiHeadAttention.attend_cached`; the tests also
+compare it with ``torch.nn.MultiheadAttention`` over the whole prefix.
+
+Shape letters: ``B`` batch, ``H`` heads, ``t`` cached positions, ``D`` model
+width, ``Dh = D / H`` head width.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import torch
+from torch import Tensor
+
+from ..attention import KVCache
+from ._harness import Case, Mistake, check, generator
+from ._messages import t
+from .multihead import multi_head_module
+
+__all__ = ["check_kv_cache_step"]
+
+
+def _reference(x, cache_k, cache_v, w_q, w_k, w_v, w_o, num_heads):
+    mha = multi_head_module(w_q, w_k, w_v, w_o, num_heads)
+    with torch.no_grad():
+        cache = KVCache(cache_k, cache_v).append(mha.project_kv(x))  # (B, H, t + 1, Dh)
+        return mha.attend_cached(x, cache), cache.k, cache.v
+
+
+def _split(x: Tensor, num_heads: int, strided: bool = False) -> Tensor:
+    b, n, d = x.shape
+    if strided:
+        return x.reshape(b, n, d // num_heads, num_heads).permute(0, 3, 1, 2)
+    return x.reshape(b, n, num_heads, d // num_heads).transpose(1, 2)  # (B, H, n, Dh)
+
+
+def _step(x, cache_k, cache_v, w_q, w_k, w_v, w_o, num_heads, *, attend="all", store="append",
+          scale="head", transpose_w=True, use_w_o=True, swap_kv=False, raw=False,
+          strided=False, order="kv", first_only=False):
+    """One cached step with one knob turned: the family of wrong answers.
+
+    ``attend``: "all" (cache and new), "cache" (the cache only), "new" (the
+    new position only). ``store``: "append", "prepend" or "old" (the cache
+    returned unchanged).
+    """
+    b, _, d = x.shape
+
+    def project(inp, w):
+        return inp @ w.T if transpose_w else inp @ w
+
+    wk, wv = (w_v, w_k) if swap_kv else (w_k, w_v)
+    if raw:  # the input itself cached, not its key and value
+        k_new = v_new = _split(x, num_heads, strided)
+    else:
+        k_new = _split(project(x, wk), num_heads, strided)  # (B, H, 1, Dh)
+        v_new = _split(project(x, wv), num_heads, strided)
+    q = _split(project(x, w_q), num_heads, strided)
+    k_all = torch.cat([cache_k, k_new], dim=2)  # (B, H, t + 1, Dh)
+    v_all = torch.cat([cache_v, v_new], dim=2)
+    keys, values = {"all": (k_all, v_all), "cache": (cache_k, cache_v),
+                    "new": (k_new, v_new)}[attend]
+    dh = d // num_heads
+    s = {"head": math.sqrt(dh), "model": math.sqrt(d), "none": 1.0}[scale]
+    scores = q @ keys.transpose(-2, -1) / s  # (B, H, 1, L)
+    if first_only:  # the first row of a causal mask: only position 0 is visible
+        scores = scores.masked_fill(torch.arange(scores.shape[-1]) > 0, float("-inf"))
+    out = scores.softmax(-1).nan_to_num(0.0) @ values  # (B, H, 1, Dh)
+    if strided:
+        out = out.permute(0, 2, 3, 1).reshape(b, 1, d)
+    else:
+        out = out.transpose(1, 2).reshape(b, 1, d)
+    if use_w_o:
+        out = project(out, w_o)
+    new_k, new_v = {"append": (k_all, v_all), "old": (cache_k, cache_v),
+                    "prepend": (torch.cat([k_new, cache_k], 2),
+                                torch.cat([v_new, cache_v], 2))}[store]
+    return (out, new_k, new_v) if order == "kv" else (out, new_v, new_k)
+
+
+def _knob(**kw):
+    def fn(x, cache_k, cache_v, w_q, w_k, w_v, w_o, num_heads):
+        return _step(x, cache_k, cache_v, w_q, w_k, w_v, w_o, num_heads, **kw)
+    return fn
+
+
+def _mistakes() -> list[Mistake]:
+    return [
+        Mistake("kv.hint.order", _knob(order="vk")),
+        Mistake("kv.hint.no_append", _knob(attend="cache", store="old")),
+        Mistake("kv.hint.not_returned", _knob(store="old")),
+        Mistake("kv.hint.before_append", _knob(attend="cache")),
+        Mistake("kv.hint.only_new", _knob(attend="new")),
+        Mistake("kv.hint.prepend", _knob(store="prepend")),
+        Mistake("kv.hint.mask_first", _knob(first_only=True)),
+        Mistake("kv.hint.raw_x", _knob(raw=True)),
+        Mistake("kv.hint.swapped_kv", _knob(swap_kv=True)),
+        Mistake("kv.hint.untransposed", _knob(transpose_w=False)),
+        Mistake("kv.hint.scale_model", _knob(scale="model")),
+        Mistake("kv.hint.no_scale", _knob(scale="none")),
+        Mistake("kv.hint.split_strided", _knob(strided=True)),
+        Mistake("kv.hint.no_w_o", _knob(use_w_o=False)),
+    ]
+
+
+def _cases() -> list[Case]:
+    g = generator(12)
+
+    def r(*shape, dtype=torch.float32):
+        return torch.randn(*shape, generator=g, dtype=torch.float64).to(dtype)
+
+    def case(label, b, cached, d, heads, dtype=torch.float32):
+        """A step after ``cached`` earlier positions of a random sequence: the
+        cache holds their keys and values, as earlier steps would have left it."""
+        w_q, w_k, w_v, w_o = (r(d, d, dtype=dtype) / math.sqrt(d) for _ in range(4))
+        prefix = r(b, cached, d, dtype=dtype)
+        cache_k, cache_v = _split(prefix @ w_k.T, heads), _split(prefix @ w_v.T, heads)
+        return Case(label, (r(b, 1, d, dtype=dtype), cache_k, cache_v, w_q, w_k, w_v, w_o, heads))
+
+    return [
+        case("kv.case.plain", 2, 4, 8, 2),
+        case("kv.case.first", 2, 0, 8, 2),
+        case("kv.case.one_cached", 3, 1, 6, 3),
+        case("kv.case.one_head", 2, 3, 4, 1),
+        case("kv.case.width1", 1, 5, 4, 4),
+        case("kv.case.long", 1, 9, 12, 3),
+        case("kv.case.float64", 2, 2, 6, 2, torch.float64),
+    ]
+
+
+def _error(case: Case, exc: BaseException, line: str) -> str | None:
+    text = str(exc)
+    if "cat" in line and ("Sizes of tensors must match" in text or "dimension" in text):
+        return t("kv.err.cat_dim")
+    if any(s in text for s in ("size of tensor", "must match", "cannot be multiplied")):
+        return t("kv.err.shapes")
+    return None
+
+
+def check_kv_cache_step(fn: Callable, *, lang: str | None = None) -> bool:
+    """Check ``fn(x, cache_k, cache_v, w_q, w_k, w_v, w_o, num_heads)
+    -> (output, cache_k, cache_v)``.
+
+    Args:
+        fn: the reader's decoding step of self-attention with a cache: ``x``
+            ``(B, 1, D)`` the new position's input; ``cache_k``, ``cache_v``
+            ``(B, H, t, Dh)`` the keys and values of the ``t`` earlier
+            positions, already projected and split into heads (``t`` may be
+            0); ``w_q``, ``w_k``, ``w_v``, ``w_o`` ``(D, D)`` as ``nn.Linear``
+            stores them, no biases; ``num_heads`` H. Returns the output
+            ``(B, 1, D)`` (after ``w_o``) and the caches ``(B, H, t + 1, Dh)``
+            with the new key and value appended at the end, in the inputs'
+            dtype: the output equals the last position of causal
+            self-attention recomputed over all ``t + 1`` positions.
+        lang: language of the verdict; None for the current one.
+
+    Tests: an empty cache (the first step), one and nine cached positions,
+    one head, head width 1, float64.
+
+    Returns:
+        True if it matches :class:`minitransformer.MultiHeadAttention`'s cached path.
+    """
+    return check(
+        "kv_cache_step", fn, _cases(), _reference, _mistakes(),
+        signature="fn(x, cache_k, cache_v, w_q, w_k, w_v, w_o, num_heads)",
+        names=("name.output", "name.cache_k", "name.cache_v"), atol=1e-5, rtol=1e-4,
+        on_error=_error, fallback="kv.fallback", lang=lang,
+    )

@@ -1,0 +1,731 @@
+"""English messages of the exercise checkers (the complete catalogue).
+
+Ids are ``area.kind.name``; ``{fields}`` are filled by ``str.format`` (write
+``{{`` for a literal brace). Hints speak to the reader ("you ...") and say
+what to change.
+"""
+
+MESSAGES: dict[str, str] = {
+    # ------------------------------------------------------------------ harness
+    "harness.passed": "correct on all {count} tests.",
+    "harness.tested": "Tested: {labels}.",
+    "harness.note": "Note: {note}",
+    "harness.failed_on": "(failed on: {label})",
+    "harness.not_callable": "expected a function, got {got}.",
+    "harness.not_implemented": (
+        "Not implemented yet: replace `raise NotImplementedError` with your code, run the "
+        "cell, then run the check again."
+    ),
+    "harness.signature": (
+        "your function cannot be called as {signature} ({error}): give it exactly these "
+        "parameters."
+    ),
+    "harness.raised": "your function raised {error}",
+    "harness.raised_at": "your line `{line}` raised {error}",
+    "harness.mutated": (
+        "your function changed one of its input tensors in place (a method ending in _, "
+        "like masked_fill_ or div_, or an indexed assignment). Work on new tensors so the "
+        "caller's inputs stay as they were."
+    ),
+    "harness.model_changed": (
+        "your function changed the model's weights or buffers: leave the model as it is, and "
+        "change a copy of what it returns (the logits) instead."
+    ),
+    "harness.model_mode": (
+        "your function switched the model to training mode (model.train() turns dropout on): "
+        "leave it in eval mode."
+    ),
+    "harness.random": (
+        "your function returns different results for the same input: is dropout on? "
+        "F.dropout(x, p) drops at random unless you pass training=False; leave dropout out "
+        "here."
+    ),
+    "harness.wrong_values": "wrong values: {where}.",
+    "harness.worst": "largest difference {diff} at index {index}: expected {expected}, got {got}",
+    "harness.worst_nan": "your result has NaN, e.g. at index {index} (expected {expected})",
+    "harness.in_item": "{what} (in item {index} of the returned tuple)",
+    "harness.expected_got": "expected {expected}, got {got}",
+    # ------------------------------------------------------------------ describe
+    "describe.tensor": "a tensor of shape {shape} and dtype {dtype}",
+    "describe.sequence": "a {kind} of {n} items",
+    "describe.other": "a {kind}",
+    "describe.none": "None (is a `return` missing?)",
+    # ------------------------------------------------------------------ structure
+    "struct.tuple": "return a tuple ({names}); your function returned {got}.",
+    "struct.not_tensor": "{name}: expected a torch.Tensor, got {got}.",
+    "struct.shape": "{name}: shape {got}, expected {expected}.",
+    "struct.mask_dtype": "{name}: dtype {got}; a mask must be torch.bool (True = may attend).",
+    "struct.bool": "{name}: dtype torch.bool, expected {expected}.",
+    "struct.float": "{name}: dtype {got}, expected a floating-point tensor.",
+    "struct.int": "{name}: dtype {got}, expected integer ids ({expected}).",
+    "struct.dtype": (
+        "{name}: dtype {got}, expected {expected}, the dtype of the inputs (don't hard-code "
+        "float32 or float64)."
+    ),
+    "struct.number": "{name}: expected a number, got {got}.",
+    # ------------------------------------------------------------------ names of results
+    "name.result": "your result",
+    "name.output": "the output",
+    "name.weights": "the weights",
+    "name.probabilities": "the probabilities",
+    "name.mask": "the mask",
+    "name.heads": "the heads",
+    "name.merged": "the merged tensor",
+    "name.y": "y",
+    "name.table": "the table",
+    "name.loss": "the loss",
+    "name.next_tokens": "the next tokens",
+    "name.cache_k": "the key cache",
+    "name.cache_v": "the value cache",
+    "name.lr": "the learning rate",
+    # ------------------------------------------------------------------ common errors
+    "err.keyword": "`{func}` has no argument `{arg}`: check its parameters with help({func}).",
+    "err.ddof": "PyTorch has no ddof: use x.var(dim=-1, unbiased=False) (or correction=0).",
+    "err.label_smoothing": "F.cross_entropy's keyword is label_smoothing=, not smoothing=.",
+    "err.softmax_dim": "softmax needs the axis to normalise over: pass dim=-1.",
+    "err.float_size": "a size is a float (D / H gives one): use integer division, D // H.",
+    "err.max_relu": (
+        "torch.max does not compare a number with a tensor: for ReLU use torch.relu(h) (or "
+        "h.clamp(min=0))."
+    ),
+    "err.view_contiguous": (
+        "after a transpose the tensor is not contiguous, so .view() fails: use .reshape(...) "
+        "or .contiguous().view(...)."
+    ),
+    # ------------------------------------------------------------------ scaled dot-product
+    "sdpa.case.plain": "q (2, 5, 8), k and v (2, 6, 8), no mask",
+    "sdpa.case.heads": "heads: q (2, 3, 4, 8), k (2, 3, 6, 8), v (2, 3, 6, 5), d_v != d_k, no mask",
+    "sdpa.case.length1": "length 1: q, k, v of shape (3, 1, 4)",
+    "sdpa.case.causal": "causal mask (5, 5) broadcast over a batch of 2, d_k 4",
+    "sdpa.case.padding": "padding mask (2, 1, 1, 6) broadcast over 2 heads and 3 queries",
+    "sdpa.case.dead_row": "a fully masked row: mask (3, 4) whose second row is all False",
+    "sdpa.case.float64": "float64 inputs (1, 4, 6)",
+    "sdpa.case.large": "large scores: q, k entries of size ~30 (|q·k/√d_k| up to ~1000)",
+    "sdpa.hint.swapped": "you returned (weights, output); return (output, weights) in that order.",
+    "sdpa.hint.no_scale": (
+        "the scores are not scaled: divide q @ kᵀ by √d_k = math.sqrt(q.shape[-1]) before "
+        "the softmax."
+    ),
+    "sdpa.hint.scale_d": (
+        "you divided the scores by d_k; divide by its square root √d_k (the standard "
+        "deviation of q·k)."
+    ),
+    "sdpa.hint.scale_mul": "you multiplied the scores by √d_k; divide by it.",
+    "sdpa.hint.scale_dv": (
+        "you scaled by the square root of v's width; use √d_k, with d_k the width of q and "
+        "k (q.shape[-1])."
+    ),
+    "sdpa.hint.post_scale": (
+        "you divided the weights by √d_k after the softmax; scale the scores before it."
+    ),
+    "sdpa.hint.implicit_dim": (
+        "your softmax has no dim=, so PyTorch picks an axis (here not the last one): pass "
+        "dim=-1 to normalise over the keys."
+    ),
+    "sdpa.hint.axis": (
+        "softmax over the wrong axis: each query's weights must sum to 1 over the keys, the "
+        "last axis of the (..., Lq, Lk) scores: softmax(dim=-1)."
+    ),
+    "sdpa.hint.no_mask": "the mask is ignored: blocked keys still get weight. Apply it to the scores.",
+    "sdpa.hint.inverted": (
+        "the mask is inverted: True means *may attend*, so fill the scores where the mask is "
+        "False: scores.masked_fill(~mask, ...). (nn.MultiheadAttention uses the opposite "
+        "convention.)"
+    ),
+    "sdpa.hint.after": (
+        "you applied the mask after the softmax, so rows no longer sum to 1: fill the blocked "
+        "scores with -inf before the softmax instead."
+    ),
+    "sdpa.hint.fill0": (
+        "you filled the blocked scores with 0, but exp(0) = 1, so blocked keys still get "
+        "weight: fill them with -inf (or torch.finfo(scores.dtype).min)."
+    ),
+    "sdpa.hint.nan": (
+        "a query whose keys are all masked gets NaN (softmax of a row of -inf is 0/0): fill "
+        "with torch.finfo(dtype).min instead, or set such rows to zero after the softmax."
+    ),
+    "sdpa.hint.overflow": (
+        "your softmax overflows on large scores (exp(1000) is inf, inf/inf is NaN): subtract "
+        "each row's maximum before exp, or use torch.softmax, which does."
+    ),
+    "sdpa.err.mask_shape": (
+        "after your change the mask no longer broadcasts against the scores: the mask you "
+        "are given, {mask}, already broadcasts to the scores {scores}, so use it as it is, "
+        "without unsqueeze or view."
+    ),
+    "sdpa.err.matmul": (
+        "a shape mismatch in a matrix product: compute q @ k.transpose(-2, -1) (k.T reverses "
+        "*all* axes of a batched tensor), then weights @ v."
+    ),
+    "sdpa.note.uniform": (
+        "your fully masked row is uniform (1/Lk each), as a large finite fill gives; the "
+        "package returns zeros there. Both are accepted: such a query has nothing to attend "
+        "to, and padding queries are ignored by the loss."
+    ),
+    "sdpa.fallback": "Compare with softmax(q @ k.transpose(-2, -1) / math.sqrt(d_k)) @ v, step by step.",
+    # ------------------------------------------------------------------ masked softmax
+    "ms.case.random": "scores (3, 5), random mask (3, 5)",
+    "ms.case.padding": "scores (2, 2, 4, 4) with a padding mask (2, 1, 1, 4)",
+    "ms.case.causal": "causal mask (6, 6) on scores (2, 6, 6)",
+    "ms.case.length1": "length 1: scores (4, 1), mask all True",
+    "ms.case.large": "large scores (±20000) and mask (3, 6): a row's largest score masked, a row whose kept scores are all below -10000",
+    "ms.case.dead_row": "a fully masked row: mask (2, 3) whose second row is all False",
+    "ms.case.float16": "float16 scores (2, 5)",
+    "ms.hint.fill0": (
+        "you filled the masked scores with 0, but exp(0) = 1, so masked entries still get "
+        "probability: fill them with -inf (or torch.finfo(scores.dtype).min)."
+    ),
+    "ms.hint.after": (
+        "you applied the mask after the softmax, so the kept entries no longer sum to 1: fill "
+        "the masked scores with -inf before the softmax."
+    ),
+    "ms.hint.inverted": (
+        "the mask is inverted: True means *keep*, so fill where the mask is False: "
+        "scores.masked_fill(~mask, float('-inf'))."
+    ),
+    "ms.hint.no_mask": "the mask is ignored: masked entries still get probability.",
+    "ms.hint.implicit_dim": (
+        "your softmax has no dim=, so PyTorch picks an axis (here not the last one): pass "
+        "dim=-1."
+    ),
+    "ms.hint.axis": "softmax over the wrong axis: normalise over the last axis (dim=-1).",
+    "ms.hint.weak_fill": (
+        "your fill value is not negative enough: here the scores reach about ±20000, so "
+        "entries filled with -10000 still win probability. Use float('-inf') or "
+        "torch.finfo(scores.dtype).min."
+    ),
+    "ms.hint.nan": (
+        "a fully masked row comes out as NaN (softmax of only -inf is 0/0): set such rows to "
+        "zero, e.g. probs.nan_to_num(0.0)."
+    ),
+    "ms.hint.overflow": (
+        "you exponentiated the raw scores: exp(20000) is inf, and inf/inf is NaN. Fill the "
+        "masked scores with -inf and use torch.softmax, which subtracts each row's maximum."
+    ),
+    "ms.hint.renormalise": (
+        "you masked after the softmax and renormalised: when a masked entry held all the "
+        "mass, the kept ones underflow to 0 and you divide 0 by 0. Fill the masked scores "
+        "with -inf before the softmax instead."
+    ),
+    "ms.hint.uniform": (
+        "a fully masked row must be all zeros; yours spreads 1/L over masked entries (what a "
+        "finite fill such as -1e9 gives): zero the rows where no entry is kept."
+    ),
+    "ms.err.half_fill": (
+        "your fill value does not fit in float16 (largest magnitude 65504; -1e9 overflows): "
+        "use float('-inf') or torch.finfo(scores.dtype).min."
+    ),
+    "ms.err.mask_shape": (
+        "after your change the mask no longer broadcasts against the scores: use the mask as "
+        "it is given, without adding axes."
+    ),
+    "ms.fallback": (
+        "Fill the scores where mask is False with -inf, softmax over dim=-1, then zero the "
+        "fully masked rows."
+    ),
+    # ------------------------------------------------------------------ causal mask
+    "causal.case.length": "length {n}",
+    "causal.hint.inverted": (
+        "the mask is inverted: True must mean *may attend*, on and below the diagonal (query "
+        "i sees keys j <= i). True for the future is nn.Transformer's convention (True = "
+        "blocked)."
+    ),
+    "causal.hint.strict": (
+        "the diagonal is False: a position may attend to itself (j <= i, not j < i). Use "
+        "torch.tril(..., diagonal=0)."
+    ),
+    "causal.hint.future": (
+        "your mask lets each position see the next one (diagonal=1): use torch.tril with "
+        "diagonal=0."
+    ),
+    "causal.hint.upper": (
+        "you kept the upper triangle: rows are queries and columns keys, so query i may see "
+        "columns 0..i, the lower triangle: torch.ones(L, L, dtype=torch.bool).tril()."
+    ),
+    "causal.hint.nothing": "your mask blocks nothing: block every key j > i (the upper triangle).",
+    "causal.hint.additive": (
+        "you returned the additive float form (0 where allowed, a large negative number where "
+        "blocked); return the bool mask, True = may attend. "
+        "minitransformer.to_additive_mask converts one into the other."
+    ),
+    "causal.hint.numbers": (
+        "you returned numbers (0 and 1); return a bool tensor (dtype=torch.bool), True = may "
+        "attend. A float mask would be *added* to the scores."
+    ),
+    "causal.hint.batched": "you added a batch axis: return the (L, L) mask; it broadcasts by itself.",
+    "causal.fallback": "Row i (a query) must be True in columns 0..i and False after.",
+    # ------------------------------------------------------------------ padding mask
+    "padding.case.end": "tokens (3, 7) padded with pad_id 0 at the end",
+    "padding.case.pad5": "tokens (2, 6) with pad_id 5 (and real tokens 0 and 3)",
+    "padding.case.length1": "length 1: tokens (2, 1) = [[7], [0]], pad_id 0",
+    "padding.case.all_pad": "a row that is all padding: tokens (2, 3), pad_id 1",
+    "padding.hint.inverted": (
+        "the mask is inverted: True must mean *may attend*, a real token (tokens != pad_id). "
+        "True at padding is nn.MultiheadAttention's key_padding_mask convention."
+    ),
+    "padding.hint.flat": (
+        "your mask has shape (B, L); give it two singleton axes, (B, 1, 1, L), so it "
+        "broadcasts over the heads and queries: (tokens != pad_id)[:, None, None, :]."
+    ),
+    "padding.hint.three": (
+        "your mask has shape (B, 1, L); add one more singleton axis, (B, 1, 1, L), to "
+        "broadcast against (B, H, Lq, L) scores."
+    ),
+    "padding.hint.keys_last": (
+        "the length axis is in the wrong place: padding hides *keys*, the last axis of the "
+        "scores, so the mask is (B, 1, 1, L)."
+    ),
+    "padding.hint.square": (
+        "you also masked the padding *queries*: the mask hides keys only, (B, 1, 1, L); "
+        "outputs at padding positions are ignored later anyway."
+    ),
+    "padding.hint.pad0": (
+        "you compared with 0 instead of the pad_id argument: here pad_id is 5, and 0 is an "
+        "ordinary token."
+    ),
+    "padding.hint.greater": (
+        "you kept only ids above pad_id, but ids below it are real tokens too: use tokens != "
+        "pad_id."
+    ),
+    "padding.hint.numbers": "you returned numbers; return a bool tensor (True = real token).",
+    "padding.hint.key_padding": (
+        "you returned nn.MultiheadAttention's key_padding_mask, (B, L) with True at padding. "
+        "Return the opposite, True = real token, shaped (B, 1, 1, L): "
+        "(tokens != pad_id)[:, None, None, :]."
+    ),
+    "padding.fallback": "The mask is (tokens != pad_id)[:, None, None, :].",
+    # ------------------------------------------------------------------ split / merge heads
+    "split.case.plain": "x (2, 5, 12), 3 heads",
+    "split.case.length1": "length 1: x (2, 1, 6), 2 heads",
+    "split.case.one_head": "one head: x (3, 4, 8), 1 head",
+    "split.case.width1": "head width 1: x (2, 3, 4), 4 heads",
+    "split.case.float64": "x (1, 7, 10), 5 heads, float64",
+    "split.hint.no_transpose": (
+        "you returned (B, L, H, Dh): move the heads before the length with .transpose(1, 2)."
+    ),
+    "split.hint.direct": (
+        "you reshaped (B, L, D) straight to (B, H, L, Dh), which mixes positions between "
+        "heads: view as (B, L, H, Dh) first, then .transpose(1, 2)."
+    ),
+    "split.hint.strided": (
+        "each head got every H-th feature instead of a contiguous slice: view the last axis "
+        "as (H, Dh), in that order, not (Dh, H)."
+    ),
+    "split.hint.swapped": (
+        "you made Dh heads of width H: split the last axis as (num_heads, D // num_heads). "
+        "(torch.split takes the size of each piece, not their number; x.chunk(H, dim=-1) "
+        "takes the number.)"
+    ),
+    "split.hint.reversed": (
+        "your heads come in reverse order: head 0 must hold the *first* Dh features."
+    ),
+    "split.hint.last_two": (
+        "you returned (B, H, Dh, L): the length comes before the head width; use "
+        ".transpose(1, 2) (or permute(0, 2, 1, 3))."
+    ),
+    "split.fallback": "x.view(B, L, H, D // H).transpose(1, 2) is one right answer.",
+    "merge.case.plain": "heads (2, 3, 5, 4) → (2, 5, 12)",
+    "merge.case.length1": "length 1: heads (2, 2, 1, 3)",
+    "merge.case.one_head": "one head: heads (3, 1, 4, 8)",
+    "merge.case.width1": "head width 1: heads (2, 4, 3, 1)",
+    "merge.case.float64": "heads (1, 5, 7, 2), float64",
+    "merge.hint.direct": (
+        "you reshaped (B, H, L, Dh) straight to (B, L, D), which mixes positions: first "
+        ".transpose(1, 2) to (B, L, H, Dh), then .reshape(B, L, H * Dh)."
+    ),
+    "merge.hint.strided": (
+        "you interleaved the heads' features: put each head's Dh features side by side, "
+        "(B, L, H, Dh) → (B, L, H*Dh), not (B, L, Dh, H)."
+    ),
+    "merge.hint.reversed": "your heads come in reverse order: head 0's features go first.",
+    "merge.hint.no_reshape": (
+        "you returned (B, L, H, Dh): finish with .reshape(B, L, H * Dh) to join the heads."
+    ),
+    "merge.hint.cat_length": (
+        "you concatenated the heads along the length: concatenate along the features, "
+        "dim=-1."
+    ),
+    "merge.hint.summed": (
+        "you added or averaged the heads: concatenate them, so each keeps its own Dh features."
+    ),
+    "merge.fallback": "heads.transpose(1, 2).reshape(B, L, H * Dh) is one right answer.",
+    # ------------------------------------------------------------------ layer norm
+    "ln.case.plain": "x (2, 3, 8), random weight and bias",
+    "ln.case.odd": "odd width: x (4, 7)",
+    "ln.case.four_axes": "four axes: x (2, 2, 3, 6)",
+    "ln.case.constant": "a constant row: x (3, 6) whose second row is all 2.5",
+    "ln.case.eps": "eps=0.5 with small features (x of size ~0.3)",
+    "ln.case.width1": "width 1: x (3, 1)",
+    "ln.case.large_mean": "a large mean: x (2, 4, 8) = 3000 + noise",
+    "ln.case.float64": "float64: x (2, 5)",
+    "ln.hint.unbiased": (
+        "you used the unbiased variance (dividing by D − 1, torch.var's default); LayerNorm "
+        "divides by D: x.var(dim=-1, keepdim=True, unbiased=False)."
+    ),
+    "ln.hint.eps_outside": (
+        "you added ε outside the square root: use (x − mean) / √(Var + ε), not "
+        "(x − mean) / (√Var + ε)."
+    ),
+    "ln.hint.no_eps": (
+        "a constant row gives NaN: its variance is 0, so add eps inside the square root, "
+        "√(Var + ε)."
+    ),
+    "ln.hint.eps_fixed": (
+        "you ignored the eps argument (this test passes eps=0.5): use it instead of a "
+        "hard-coded 1e-5."
+    ),
+    "ln.hint.axis_all": (
+        "you took the statistics over the whole tensor: normalise each token over its own "
+        "features, mean(dim=-1, keepdim=True)."
+    ),
+    "ln.hint.axis_len": (
+        "you took the statistics over the sequence or the batch: use each token's own "
+        "features, dim=-1."
+    ),
+    "ln.hint.swap": "you swapped weight and bias: y = x̂ · weight + bias.",
+    "ln.hint.no_affine": "you did not apply weight and bias: finish with x̂ * weight + bias.",
+    "ln.hint.naive_var": (
+        "E[x²] − E[x]² loses precision when the mean is large (here about 3000): subtract the "
+        "mean first, mean((x − mean)²), or use x.var(dim=-1, unbiased=False)."
+    ),
+    "ln.err.keepdim": (
+        "a broadcasting error: keep the reduced axis with keepdim=True, so the mean and "
+        "variance are (..., 1) and subtract from (..., D)."
+    ),
+    "ln.fallback": (
+        "Compute mean and biased variance over dim=-1 (keepdim=True), then (x - mean) / "
+        "torch.sqrt(var + eps) * weight + bias."
+    ),
+    # ------------------------------------------------------------------ feed-forward
+    "ffn.case.plain": "x (2, 3, 4), d_ff 8",
+    "ffn.case.square": "d_model = d_ff: x (2, 5, 6), d_ff 6",
+    "ffn.case.one": "one position: x (1, 1, 3), d_ff 5",
+    "ffn.case.no_batch": "no batch axis: x (7, 4), d_ff 16",
+    "ffn.case.float64": "float64: x (2, 2, 4), d_ff 4",
+    "ffn.hint.no_relu": (
+        "there is no ReLU between the two layers, so they collapse into one linear map: apply "
+        "torch.relu to the first layer's output."
+    ),
+    "ffn.hint.relu_out": (
+        "you also applied a ReLU after the second layer: the FFN ends with the linear layer, "
+        "so its outputs can be negative."
+    ),
+    "ffn.hint.relu_in": (
+        "you applied the ReLU to the input: it goes between the layers, on x @ w1.T + b1."
+    ),
+    "ffn.hint.bias_after": "you added b1 after the ReLU: add it before, relu(x @ w1.T + b1).",
+    "ffn.hint.gelu": "you used GELU; the paper's FFN (and this book's) uses ReLU.",
+    "ffn.hint.other_act": "you used another activation; the paper's FFN uses ReLU, torch.relu.",
+    "ffn.hint.no_bias": "a bias is missing: add b1 after w1 and b2 after w2.",
+    "ffn.err.transpose": (
+        "a shape error in a matrix product: nn.Linear stores w1 as (d_ff, d_model), so "
+        "multiply by its transpose: x @ w1.T + b1."
+    ),
+    "ffn.err.linear_transposed": (
+        "F.linear(x, w, b) already computes x @ w.T + b: pass w1 and w2 as they are, without "
+        ".T."
+    ),
+    "ffn.fallback": "Compute torch.relu(x @ w1.T + b1) @ w2.T + b2.",
+    # ------------------------------------------------------------------ sinusoidal encoding
+    "pe.case.sizes": "max_len {n}, d_model {d}",
+    "pe.case.length1": "length 1: max_len 1, d_model 8",
+    "pe.case.odd": "odd width: max_len 20, d_model 7",
+    "pe.case.long": "a long table: max_len 200, d_model 64",
+    "pe.hint.transposed": "the table is transposed: rows are positions, (max_len, d_model).",
+    "pe.hint.halves": (
+        "you put the sines in the first half and the cosines in the second: interleave them, "
+        "pe[:, 0::2] = sin, pe[:, 1::2] = cos of the same frequency."
+    ),
+    "pe.hint.swapped": (
+        "sine and cosine are swapped: even columns hold sin, odd columns cos, so row 0 reads "
+        "0, 1, 0, 1, ..."
+    ),
+    "pe.hint.exp_j": (
+        "each column has its own frequency: columns 2i and 2i+1 share 10000^(2i/d_model); "
+        "use the even column's index for both."
+    ),
+    "pe.hint.exp_2j": (
+        "the exponent is doubled: for columns 2i and 2i+1 it is 2i/d_model, with 2i from "
+        "torch.arange(0, d_model, 2), not 2 × that."
+    ),
+    "pe.hint.no_d": "the exponent is not divided by d_model: use 10000^(2i / d_model).",
+    "pe.hint.max_len": "you divided the exponent by max_len: use 10000^(2i / d_model).",
+    "pe.hint.start1": "positions start at 1; start them at 0, so row 0 is sin 0 = 0, cos 0 = 1.",
+    "pe.hint.multiply": (
+        "you multiplied the position by 10000^(2i/d_model); divide: the angle is "
+        "pos / 10000^(2i/d_model)."
+    ),
+    "pe.err.odd": (
+        "odd d_model ({d}) fails: there are {n_sin} sine columns but only {n_cos} cosine "
+        "columns, so use angle[:, : d_model // 2] for the cosines."
+    ),
+    "pe.fallback": (
+        "Column 2i is sin(pos / 10000**(2i / d_model)), column 2i+1 the cos of the same angle."
+    ),
+    # ------------------------------------------------------------------ label smoothing
+    "ls.case.plain": "logits (3, 6, 11), padded targets, smoothing 0.1",
+    "ls.case.eps03": "smoothing 0.3, targets of uneven lengths",
+    "ls.case.eps0": "smoothing 0 (plain cross-entropy)",
+    "ls.case.pad3": "pad_id=3, and real targets equal to 0",
+    "ls.case.length1": "length 1: logits (4, 1, 6)",
+    "ls.case.float64": "float64 logits (2, 3, 5)",
+    "ls.case.large": "large logits (about ±2000)",
+    "ls.hint.no_smoothing": (
+        "you did not apply the smoothing (this is the plain cross-entropy): mix "
+        "(1 − ε)·(−log p_true) with ε·mean over the vocabulary of (−log p_v)."
+    ),
+    "ls.hint.swap": (
+        "you swapped ε and 1 − ε: the true token keeps most of the mass, (1 − ε)·(−log "
+        "p_true) + ε·mean_v(−log p_v)."
+    ),
+    "ls.hint.no_pad": (
+        "you counted the padding positions: leave out every position whose target is pad_id, "
+        "and average over the others."
+    ),
+    "ls.hint.numel": (
+        "you divided by all B·T positions: divide by the number of non-pad targets, (target "
+        "!= pad_id).sum()."
+    ),
+    "ls.hint.sum": "you returned the sum over tokens; return the mean over the non-pad tokens.",
+    "ls.hint.sentences": (
+        "you averaged each sentence, then the sentences: average over all non-pad tokens at "
+        "once (every token weighs the same)."
+    ),
+    "ls.hint.one_minus": (
+        "you did not multiply the NLL term by (1 − ε): loss = (1 − ε)·(−log p_true) + "
+        "ε·mean_v(−log p_v)."
+    ),
+    "ls.hint.v_minus_1": (
+        "you spread ε over the V − 1 wrong tokens; this book follows PyTorch's "
+        "label_smoothing, ε/V on *every* token: loss = (1 − ε)·nll + ε·mean_v(−log p_v)."
+    ),
+    "ls.hint.v_minus_2": (
+        "you spread ε over V − 2 tokens (as The Annotated Transformer does); this book "
+        "follows PyTorch's label_smoothing, ε/V on every token: loss = (1 − ε)·nll + "
+        "ε·mean_v(−log p_v)."
+    ),
+    "ls.hint.kl": (
+        "you computed the KL divergence to the smoothed target (nn.KLDivLoss); it differs by "
+        "the target's entropy. Compute the cross-entropy, −Σ_v q_v log p_v."
+    ),
+    "ls.hint.sum_uniform": (
+        "you summed the uniform part over the vocabulary: each token gets ε/V, so use "
+        "ε · *mean*_v(−log p_v)."
+    ),
+    "ls.hint.pad0": "you compared with 0 instead of the pad_id argument (here pad_id=3).",
+    "ls.hint.naive_log": (
+        "log(softmax(x)) underflows for large logits (log 0 = −inf): use "
+        "torch.log_softmax(logits, dim=-1)."
+    ),
+    "ls.err.flatten": (
+        "F.cross_entropy reads (B, T, V) logits as (N, C, ...), classes on axis 1: flatten "
+        "first, logits.reshape(-1, V) and target.reshape(-1)."
+    ),
+    "ls.err.shapes": (
+        "a shape error: logits are (B, T, V) and target (B, T); flatten to (N, V) and (N,) "
+        "with logits.reshape(-1, V), target.reshape(-1)."
+    ),
+    "ls.fallback": (
+        "One right answer: F.cross_entropy(logits.reshape(-1, V), target.reshape(-1), "
+        "ignore_index=pad_id, label_smoothing=smoothing)."
+    ),
+    # ------------------------------------------------------------------ greedy step
+    "greedy.case.plain": "3 sources (2 padded), prefix of 5 tokens",
+    "greedy.case.first_step": "first step: prefix [BOS] only",
+    "greedy.case.finished": "a finished row: its prefix already holds EOS",
+    "greedy.case.padding": "mostly padding: sources (3, 8) with 1 to 3 real tokens",
+    "greedy.case.favour_bos": "a model whose logits favour BOS",
+    "greedy.case.favour_pad": "a model whose logits favour PAD",
+    "greedy.case.batch1": "batch of 1, source of length 1",
+    "greedy.case.other_ids": "bos_id=3, eos_id=4 (not the defaults), a model favouring id 3",
+    "greedy.hint.whole": (
+        "you returned the extended prefix; return only the next token of each row, (B,) "
+        "int64."
+    ),
+    "greedy.hint.first": (
+        "you read the prediction at the first position; the next token comes from the *last* "
+        "one: logits[:, -1]."
+    ),
+    "greedy.hint.extra_bos": "you added BOS again: the prefix already starts with it.",
+    "greedy.hint.drop_last": (
+        "you dropped the last token of the prefix: decode the whole prefix (it ends with the "
+        "token chosen at the previous step)."
+    ),
+    "greedy.hint.no_ban": (
+        "BOS or PAD was chosen: set their logits to -inf before the argmax (greedy_decode does "
+        "the same)."
+    ),
+    "greedy.hint.pad_chosen": "PAD was chosen: ban it too (model.config.pad_id), not only BOS.",
+    "greedy.hint.bos_chosen": "BOS was chosen: ban bos_id too, not only PAD.",
+    "greedy.hint.bos_constant": (
+        "you banned id 1, not the bos_id argument (here bos_id=3): use the ids you are given."
+    ),
+    "greedy.hint.eos_constant": (
+        "you looked for EOS as id 2, not the eos_id argument (here eos_id=4): use the ids you "
+        "are given."
+    ),
+    "greedy.hint.finished": (
+        "a row whose prefix already contains EOS is finished: make it emit EOS again, as "
+        "greedy_decode does."
+    ),
+    "greedy.hint.finished_pad": "finished rows emit EOS again in this book, not PAD.",
+    "greedy.hint.no_memory_mask": (
+        "you did not mask the source padding: pass model.src_mask(src) to model.encode and as "
+        "memory_mask to model.decode."
+    ),
+    "greedy.hint.axis": "you took the argmax over the wrong axis: pick over the vocabulary, dim=-1.",
+    "greedy.err.interface": (
+        "use the model's interface: mask = model.src_mask(src); memory = model.encode(src, "
+        "mask); logits = model.decode(prefix, memory, mask), which is (B, t, V)."
+    ),
+    "greedy.fallback": (
+        "Decode the prefix against the encoded source, take logits[:, -1], ban BOS and PAD, "
+        "argmax, and keep finished rows at EOS."
+    ),
+    # ------------------------------------------------------------------ multi-head attention
+    "mha.case.self": "self-attention: x (2, 5, 8), 2 heads, no mask",
+    "mha.case.cross": "cross-attention: query (2, 3, 12), key and value (2, 6, 12), 3 heads",
+    "mha.case.causal": "causal mask (5, 5), 4 heads of width 2",
+    "mha.case.padding": "padding mask (2, 1, 1, 6) on cross-attention, 2 heads",
+    "mha.case.combined": "padding & causal mask (2, 1, 5, 5), 2 heads",
+    "mha.case.one_head": "one head: x (1, 4, 6)",
+    "mha.case.width1": "head width 1: x (2, 3, 4), 4 heads",
+    "mha.case.float64": "float64: x (2, 4, 6), 3 heads",
+    "mha.hint.untransposed": (
+        "the weights are stored as nn.Linear stores them, (out, in): project with x @ w.T, "
+        "not x @ w."
+    ),
+    "mha.hint.kv_from_query": (
+        "you computed the keys and values from query: use key @ w_k.T and value @ w_v.T "
+        "(they differ in cross-attention)."
+    ),
+    "mha.hint.swapped_kv": "you swapped w_k and w_v: keys use w_k, values use w_v.",
+    "mha.hint.scale_model": (
+        "you scaled by √d_model; each head's scores are divided by √(d_model / num_heads), "
+        "the head width."
+    ),
+    "mha.hint.no_scale": "the scores are not scaled: divide them by √Dh, Dh = d_model // num_heads.",
+    "mha.hint.split_direct": (
+        "you reshaped (B, L, D) straight to (B, H, L, Dh), which mixes positions: view as "
+        "(B, L, H, Dh), then .transpose(1, 2)."
+    ),
+    "mha.hint.split_strided": (
+        "each head got every H-th feature: head h owns the contiguous features h*Dh to "
+        "(h+1)*Dh - 1, so view as (B, L, H, Dh)."
+    ),
+    "mha.hint.merge_direct": (
+        "you merged (B, H, L, Dh) straight to (B, L, D), which mixes positions: "
+        ".transpose(1, 2) first, then reshape."
+    ),
+    "mha.hint.no_w_o": "you left out the output projection: finish with concat @ w_o.T.",
+    "mha.hint.averaged": (
+        "you averaged the weights over the heads (nn.MultiheadAttention's default); return "
+        "them per head, (B, H, Lq, Lk)."
+    ),
+    "mha.hint.scores": "you returned the scores; return the weights after the softmax.",
+    "mha.hint.axis": "softmax over the wrong axis: normalise over the keys, dim=-1.",
+    "mha.hint.no_mask": "the mask is ignored: fill the scores where it is False with -inf.",
+    "mha.hint.inverted": (
+        "the mask is inverted: True means *may attend*, so fill where it is False: "
+        "scores.masked_fill(~mask, float('-inf'))."
+    ),
+    "mha.err.mask_shape": (
+        "after your change the mask no longer broadcasts against the (B, H, Lq, Lk) scores: "
+        "the mask you are given, {mask}, already does, so use it as it is, without adding "
+        "axes."
+    ),
+    "mha.err.reshape": (
+        "a reshape failed: split with x.view(B, L, H, D // H) using each tensor's own length "
+        "(query and key may differ), and merge with .reshape after the transpose."
+    ),
+    "mha.err.matmul": (
+        "a shape mismatch in a matrix product: project with x @ w.T, score with "
+        "q @ k.transpose(-2, -1), then weights @ v."
+    ),
+    "mha.fallback": (
+        "Project (x @ w.T), split into (B, H, L, Dh), attend per head with the mask, merge to "
+        "(B, L, D), then @ w_o.T."
+    ),
+    # ------------------------------------------------------------------ KV-cache step
+    "kv.case.plain": "x (2, 1, 8), 4 cached positions, 2 heads",
+    "kv.case.first": "the first step: an empty cache (2, 2, 0, 4)",
+    "kv.case.one_cached": "one cached position, 3 heads",
+    "kv.case.one_head": "one head, 3 cached positions",
+    "kv.case.width1": "head width 1: 4 heads of d_model 4, 5 cached positions",
+    "kv.case.long": "batch 1, 9 cached positions, d_model 12",
+    "kv.case.float64": "float64, 2 cached positions",
+    "kv.hint.order": "you returned (output, value cache, key cache); return (output, cache_k, cache_v).",
+    "kv.hint.no_append": (
+        "the new position is neither attended to nor cached: append its key and value to the "
+        "caches (torch.cat on dim 2), attend over all t + 1 positions, and return the new "
+        "caches."
+    ),
+    "kv.hint.not_returned": (
+        "you returned the old caches: return them with the new key and value appended, "
+        "(B, H, t + 1, Dh), for the next step."
+    ),
+    "kv.hint.before_append": (
+        "you attended to the cache before appending: the new token must see itself too, so "
+        "append first, then attend over all t + 1 positions."
+    ),
+    "kv.hint.only_new": (
+        "your output ignores the cached positions: attend over the cache *and* the new key."
+    ),
+    "kv.hint.prepend": (
+        "you put the new key and value in front of the cache: append them at the end "
+        "(torch.cat([cache_k, k_new], dim=2)), so positions stay in order."
+    ),
+    "kv.hint.mask_first": (
+        "you masked the new query down to position 0: it may see every cached position and "
+        "itself, so no mask is needed at this step."
+    ),
+    "kv.hint.raw_x": "you cached x itself: cache its key x @ w_k.T and value x @ w_v.T, split into heads.",
+    "kv.hint.swapped_kv": "you swapped w_k and w_v: keys use w_k, values use w_v.",
+    "kv.hint.untransposed": (
+        "the weights are stored as nn.Linear stores them, (out, in): project with x @ w.T."
+    ),
+    "kv.hint.scale_model": "you scaled by √d_model; divide by √Dh, the head width.",
+    "kv.hint.no_scale": "the scores are not scaled: divide them by √Dh, Dh = d_model // num_heads.",
+    "kv.hint.split_strided": (
+        "each head got every H-th feature: split as (B, 1, H, Dh), then .transpose(1, 2), "
+        "the same way the cache was split."
+    ),
+    "kv.hint.no_w_o": "you left out the output projection: finish with @ w_o.T.",
+    "kv.err.cat_dim": (
+        "torch.cat joins along one axis: append along the length, dim=2 of (B, H, L, Dh)."
+    ),
+    "kv.err.shapes": (
+        "a shape mismatch: split the new key and value into (B, H, 1, Dh) like the cache "
+        "before appending, and attend with q @ k.transpose(-2, -1)."
+    ),
+    "kv.fallback": (
+        "Project x to q, k, v (x @ w.T), split into (B, H, 1, Dh), append k and v to the "
+        "caches on dim 2, attend with the new q over all of them, merge, then @ w_o.T."
+    ),
+    # ------------------------------------------------------------------ warm-up schedule
+    "warmup.case.default": "step {step}, d_model {d}, the default warm-up ({w} steps)",
+    "warmup.case.values": "step {step}, d_model {d}, warmup_steps {w}",
+    "warmup.hint.max": (
+        "you took the max of the two terms: take the min, so the rate rises during the "
+        "warm-up and decays after it."
+    ),
+    "warmup.hint.d_exp": "d_model enters as d_model^-0.5: divide by √d_model.",
+    "warmup.hint.no_d": "you left out the factor d_model^-0.5: multiply by it.",
+    "warmup.hint.warmup_exp": (
+        "the warm-up term is step · warmup_steps^-1.5 (exponent −1.5), so the two terms meet "
+        "at step = warmup_steps."
+    ),
+    "warmup.hint.decay": "after the warm-up the rate decays as step^-0.5 (1/√step).",
+    "warmup.hint.fixed_warmup": (
+        "you ignored the warmup_steps argument: use it instead of a hard-coded 4000."
+    ),
+    "warmup.hint.off_by_one": "steps count from 1: use step as it is given, not step + 1.",
+    "warmup.hint.normalised": (
+        "the shape is right but the scale is not: multiply by d_model^-0.5 and write the "
+        "warm-up term as step · warmup_steps^-1.5 (the peak is (d_model · warmup_steps)^-0.5)."
+    ),
+    "warmup.err.zero_step": (
+        "a division by zero: steps count from 1, so use step as it is given, not step − 1."
+    ),
+    "warmup.fallback": "lrate = d_model**-0.5 * min(step**-0.5, step * warmup_steps**-1.5).",
+}
