@@ -12,12 +12,18 @@ dropout, and a moving average of the weights (decay 0.98) as the result. It
 trains until its time budget (``--minutes``) is spent, validates, saves
 ``last.pt`` / ``best.pt`` (:mod:`minitransformer.training.checkpoint`), the
 vocabularies, the history and ``run.json`` in ``--out``, and prints the
-validation BLEU.
+validation BLEU. ``--tokenizer words`` (the default) reads lower-cased
+words (rare ones become ``<unk>``); ``--tokenizer subword`` learns one
+cased SentencePiece BPE model for both languages (``--vocab-size``), which
+knows no unknown word and travels inside the checkpoints
+(:mod:`minitransformer.data.tokenizers`).
 
 ``translate`` reads one sentence a line on stdin and writes exactly one
 detokenised translation a line on stdout (an empty line gives an empty line),
 so outputs stay aligned with references. ``evaluate`` translates a Multi30k
-split and prints sacreBLEU's corpus BLEU with its signature.
+split and prints sacreBLEU's cased corpus BLEU (the figure papers report),
+the lower-cased BLEU and chrF, each with its signature
+(:func:`minitransformer.metrics.corpus_scores`).
 
 Errors (bad arguments, a missing or corrupt checkpoint, a missing corpus)
 print one message on stderr and exit with status 2, without a traceback.
@@ -60,7 +66,10 @@ CPU_DEFAULTS: dict[str, Any] = {
     "warmup": 200,
     "label_smoothing": 0.1,
     "ema_decay": 0.98,
-    "min_freq": 2,
+    "tokenizer": "words",  # or "subword": one joint SentencePiece BPE model
+    "min_freq": 2,  # words seen fewer times become <unk> (words)
+    "vocab_size": 8000,  # pieces of the joint model (subword)
+    "share_embeddings": False,  # one embedding table for both languages (subword)
 }
 
 
@@ -167,7 +176,7 @@ def _fraction(text: str) -> float:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``argparse`` parser of the three commands."""
-    from .data import MULTI30K_LANGS, MULTI30K_SPLITS
+    from .data import MULTI30K_LANGS, MULTI30K_SPLITS, TOKENIZER_KINDS
 
     parser = argparse.ArgumentParser(
         prog=PROG,
@@ -210,11 +219,21 @@ def build_parser() -> argparse.ArgumentParser:
     model.add_argument("--tie-output", action=argparse.BooleanOptionalAction,
                        default=d["tie_output"],
                        help="the output projection reuses the target embedding matrix")
+    model.add_argument("--share-embeddings", action=argparse.BooleanOptionalAction,
+                       default=d["share_embeddings"],
+                       help="one embedding table for source and target (needs --tokenizer "
+                       "subword, whose vocabulary both languages share)")
     model.add_argument("--post-ln", action="store_true",
                        help="LayerNorm after each residual add, as in the paper (default: pre-LN)")
     opt = tr.add_argument_group("data and optimisation")
+    opt.add_argument("--tokenizer", choices=TOKENIZER_KINDS, default=d["tokenizer"],
+                     help="words: lower-cased words per language, rare ones become <unk>; "
+                     "subword: one cased SentencePiece BPE model for both languages, no "
+                     "unknown words")
     opt.add_argument("--min-freq", type=_positive_int, default=d["min_freq"],
-                     help="rarer words become <unk>")
+                     help="rarer words become <unk> (--tokenizer words)")
+    opt.add_argument("--vocab-size", type=_positive_int, default=d["vocab_size"],
+                     help="pieces of the subword model (--tokenizer subword)")
     opt.add_argument("--max-len", type=_positive_int, default=100,
                      help="drop training pairs with a side longer than this (tokens)")
     opt.add_argument("--max-tokens", type=_positive_int, default=d["max_tokens"],
@@ -260,7 +279,8 @@ def build_parser() -> argparse.ArgumentParser:
         "evaluate",
         help="BLEU of a checkpoint on a Multi30k split",
         description="Translate a Multi30k split and print sacreBLEU's corpus BLEU "
-        "(lowercased) with its signature.",
+        "(cased, the figure papers report), lower-cased BLEU and chrF, each with its "
+        "signature.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     _decoding_args(ev)
@@ -302,8 +322,8 @@ def _checkpoint_file(path: Path) -> Path:
 
 
 def _load(path: Path, device_name: str):
-    """(model in eval mode, src vocab, tgt vocab, run info) from a checkpoint."""
-    from .data import Vocab
+    """(model in eval mode, src tokenizer, tgt tokenizer, run info) from a checkpoint."""
+    from .data import tokenizer_from_dict
     from .training import pick_device
     from .training.checkpoint import build_model, load_checkpoint
 
@@ -316,7 +336,8 @@ def _load(path: Path, device_name: str):
         ckpt = load_checkpoint(file, map_location="cpu")
         model = build_model(ckpt, map_location="cpu")
         vocabs = ckpt.get("vocabs") or {}
-        src_vocab, tgt_vocab = Vocab.from_dict(vocabs["src"]), Vocab.from_dict(vocabs["tgt"])
+        src_vocab = tokenizer_from_dict(vocabs["src"])
+        tgt_vocab = tokenizer_from_dict(vocabs["tgt"])
     except FileNotFoundError as err:
         raise CLIError(str(err)) from None
     except KeyError as err:
@@ -328,7 +349,7 @@ def _load(path: Path, device_name: str):
     if sizes != (len(src_vocab), len(tgt_vocab)):
         raise CLIError(
             f"cannot use checkpoint {file}: its vocabularies have {len(src_vocab)} / "
-            f"{len(tgt_vocab)} words but its model expects {sizes[0]} / {sizes[1]}"
+            f"{len(tgt_vocab)} tokens but its model expects {sizes[0]} / {sizes[1]}"
         )
     model = model.to(device)
     info_file = file.parent / "run.json"
@@ -373,7 +394,8 @@ def _translate(model, sentences: list[str], src_vocab, tgt_vocab, args) -> list[
 
 
 #: The files a training run writes in its folder.
-RUN_FILES = ("run.json", "last.pt", "best.pt", "history.json", "src_vocab.json", "tgt_vocab.json")
+RUN_FILES = ("run.json", "last.pt", "best.pt", "history.json", "src_vocab.json", "tgt_vocab.json",
+             "tokenizer.model")
 
 
 def _write_json(path: Path, value: Any, indent: int | None = None) -> None:
@@ -427,6 +449,7 @@ def _model_config(args: argparse.Namespace, src_size: int, tgt_size: int):
         num_encoder_layers=args.encoder_layers, num_decoder_layers=args.decoder_layers,
         d_ff=args.d_ff, dropout=args.dropout, max_len=max(256, args.max_len + 2),
         norm_first=not args.post_ln, tie_output=args.tie_output,
+        share_embeddings=args.share_embeddings,
     )
 
 
@@ -435,18 +458,20 @@ _MODEL_OPTIONS = {"d_model": "--d-model", "num_heads": "--heads",
                   "num_encoder_layers": "--encoder-layers",
                   "num_decoder_layers": "--decoder-layers", "d_ff": "--d-ff",
                   "dropout": "--dropout", "max_len": "--max-len", "norm_first": "--post-ln",
-                  "tie_output": "--tie-output"}
+                  "tie_output": "--tie-output", "share_embeddings": "--share-embeddings"}
 
 
 def _data_settings(args: argparse.Namespace) -> dict:
-    return {"min_freq": args.min_freq, "max_len": args.max_len, "max_tokens": args.max_tokens,
-            "seed": args.seed}
+    return {"tokenizer": args.tokenizer, "min_freq": args.min_freq,
+            "vocab_size": args.vocab_size, "max_len": args.max_len,
+            "max_tokens": args.max_tokens, "seed": args.seed}
 
 
 def _check_resume(out: Path, args: argparse.Namespace, src_vocab, tgt_vocab):
     """The model config of the run to continue, after checking that it is the
     same run: languages, data settings, vocabularies (built from the data on
     disk now) and model options; and that ``last.pt`` can be resumed from."""
+    from .data import tokenizer_from_dict
     from .model import TransformerConfig
     from .training.checkpoint import load_checkpoint
 
@@ -474,8 +499,11 @@ def _check_resume(out: Path, args: argparse.Namespace, src_vocab, tgt_vocab):
         if stored != value:
             raise CLIError(f"--resume: --{key.replace('_', '-')} {value} differs from the "
                            f"run's {stored}")
-    vocabs = ckpt["vocabs"]
-    if (vocabs.get("src"), vocabs.get("tgt")) != (src_vocab.to_dict(), tgt_vocab.to_dict()):
+    try:
+        stored_vocabs = [tokenizer_from_dict(ckpt["vocabs"].get(side)) for side in ("src", "tgt")]
+    except (TypeError, ValueError) as err:
+        raise CLIError(f"cannot resume from {file}: {err}") from None
+    if stored_vocabs != [src_vocab, tgt_vocab]:
         raise CLIError(f"--resume: the training data give other vocabularies than the run in "
                        f"{out} (other corpus files?)")
     stored = ckpt["model_config"]
@@ -534,8 +562,7 @@ def _check_memory(model_config, device) -> None:
 def _cmd_train(args: argparse.Namespace) -> int:
     import torch
 
-    from .data import TokenBatcher, build_vocabs, encode_pairs
-    from .decoding import corpus_bleu
+    from .data import SubwordTokenizer, TokenBatcher, build_tokenizers, encode_pairs
     from .model import Transformer
     from .training import TrainConfig, fit, pick_device
 
@@ -546,6 +573,9 @@ def _cmd_train(args: argparse.Namespace) -> int:
         raise CLIError(f"--d-model ({args.d_model}) must be divisible by --heads ({args.heads})")
     if args.warmup < 0:
         raise CLIError(f"--warmup must be >= 0, got {args.warmup}")
+    if args.share_embeddings and args.tokenizer != "subword":
+        raise CLIError("--share-embeddings needs --tokenizer subword (the word vocabularies "
+                       "of the two languages differ)")
     try:
         device = pick_device(args.device)
     except RuntimeError as err:
@@ -564,7 +594,12 @@ def _cmd_train(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     train_pairs = _load_pairs("train", args.src_lang, args.tgt_lang, args.data_root, download)
     valid_pairs = _load_pairs("val", args.src_lang, args.tgt_lang, args.data_root, download)
-    src_vocab, tgt_vocab = build_vocabs(train_pairs, min_freq=args.min_freq)
+    try:
+        src_vocab, tgt_vocab = build_tokenizers(
+            train_pairs, args.tokenizer, min_freq=args.min_freq, vocab_size=args.vocab_size
+        )
+    except ValueError as err:  # e.g. a subword vocabulary larger than the corpus allows
+        raise CLIError(str(err)) from None
     if args.resume:
         model_config = _check_resume(out, args, src_vocab, tgt_vocab)
     else:
@@ -585,11 +620,13 @@ def _cmd_train(args: argparse.Namespace) -> int:
         raise CLIError("out of memory while building the model; choose smaller sizes") from None
 
     # Checks passed: now write.
+    subword = isinstance(tgt_vocab, SubwordTokenizer)
+    vocabularies = (f"one subword vocabulary of {len(tgt_vocab):,} pieces" if subword else
+                    f"vocabularies {len(src_vocab):,} / {len(tgt_vocab):,} words")
     print(
         f"{args.dataset} {args.src_lang}→{args.tgt_lang}: {len(train_ex):,} training pairs, "
-        f"{len(valid_ex):,} validation pairs, vocabularies {len(src_vocab):,} / "
-        f"{len(tgt_vocab):,} words, {len(train_batches)} batches an epoch "
-        f"(prepared in {time.perf_counter() - t0:.1f} s)",
+        f"{len(valid_ex):,} validation pairs, {vocabularies}, {len(train_batches)} batches "
+        f"an epoch (prepared in {time.perf_counter() - t0:.1f} s)",
         flush=True,
     )
     if args.resume:
@@ -600,11 +637,14 @@ def _cmd_train(args: argparse.Namespace) -> int:
     for old in replaced:
         old.unlink()
     out.mkdir(parents=True, exist_ok=True)
-    src_vocab.save(out / "src_vocab.json")
-    tgt_vocab.save(out / "tgt_vocab.json")
+    if subword:  # also a plain SentencePiece model file, for other tools
+        tgt_vocab.save(out / "tokenizer.model")
+    else:
+        src_vocab.vocab.save(out / "src_vocab.json")
+        tgt_vocab.vocab.save(out / "tgt_vocab.json")
     _write_json(out / "run.json", {
         "dataset": args.dataset, "src_lang": args.src_lang, "tgt_lang": args.tgt_lang,
-        "lowercase": True, "data": _data_settings(args),
+        "lowercase": not subword, "data": _data_settings(args),
         "model_config": model_config.to_dict(), "train_config": config.to_dict(),
     }, indent=2)
     try:
@@ -628,8 +668,8 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
         model.eval()
         hyps = translate(model, [s for s, _ in valid_pairs], src_vocab, tgt_vocab)
-        bleu = corpus_bleu(hyps, [t for _, t in valid_pairs])
-        print(f"validation {bleu}  (greedy)\nsignature: {bleu.signature}")
+        print("validation, greedy:")
+        _print_scores(hyps, [t for _, t in valid_pairs])
     return 0
 
 
@@ -728,9 +768,18 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
             reserved.unlink(missing_ok=True)
 
 
-def _evaluate(args, model, src_vocab, tgt_vocab, info, reserved: Path | None) -> int:
-    from .decoding import corpus_bleu
+def _print_scores(hyps: list[str], refs: list[str]) -> None:
+    """sacreBLEU's cased BLEU (the headline), lower-cased BLEU and chrF, each
+    followed by its signature."""
+    from .metrics import corpus_scores
 
+    scores = corpus_scores(hyps, refs)
+    for score in (scores.bleu, scores.bleu_lc, scores.chrf):
+        print(score.detail)
+        print(f"signature: {score.signature}")
+
+
+def _evaluate(args, model, src_vocab, tgt_vocab, info, reserved: Path | None) -> int:
     src_lang, tgt_lang = info.get("src_lang", "de"), info.get("tgt_lang", "en")
     pairs = _load_pairs(args.split, src_lang, tgt_lang, args.data_root, not args.no_download)
     if args.limit is not None:
@@ -744,12 +793,10 @@ def _evaluate(args, model, src_vocab, tgt_vocab, info, reserved: Path | None) ->
             os.replace(reserved, args.output)
         except OSError as err:
             raise CLIError(f"cannot write --output {args.output}: {err.strerror}") from None
-    bleu = corpus_bleu(hyps, [t for _, t in pairs])
     search = "greedy" if args.beam == 1 else f"beam {args.beam}"
     print(f"{args.split} {src_lang}→{tgt_lang}, {len(pairs)} sentences, {search}, "
           f"decoded in {seconds:.1f} s")
-    print(bleu)
-    print(f"signature: {bleu.signature}")
+    _print_scores(hyps, [t for _, t in pairs])
     return 0
 
 

@@ -35,7 +35,8 @@ class MetricScore:
     name: str  #: e.g. "BLEU", "BLEU (lowercased)", "chrF2"
     score: float  #: 0..100
     signature: str  #: how it was computed, to print beside the number
-    detail: str  #: sacreBLEU's line, e.g. "BLEU = 31.80 62.1/38.0/24.9/16.3 (BP = ...)"
+    #: sacreBLEU's line under this name, e.g. "BLEU (lowercased) = 36.97 66.0/42.1/... (BP = ...)"
+    detail: str
 
     def __str__(self) -> str:
         return f"{self.name} {self.score:.2f}  ({self.signature})"
@@ -95,8 +96,9 @@ def corpus_scores(hypotheses: Sequence[str], references: Sequence[str]) -> Corpu
         (None, CHRF()),
     ):
         result = metric.corpus_score(hyps, [refs])
+        name = name or result.name
         out.append(MetricScore(
-            name=name or result.name, score=float(result.score),
-            signature=str(metric.get_signature()), detail=str(result),
+            name=name, score=float(result.score), signature=str(metric.get_signature()),
+            detail=str(result).replace(result.name, name, 1),
         ))
     return CorpusScores(*out)

@@ -23,7 +23,7 @@ import sacrebleu
 import torch
 
 from minitransformer.cli import CPU_DEFAULTS, main
-from minitransformer.data import Vocab
+from minitransformer.data import SubwordTokenizer, Vocab, tokenizer_from_dict
 from minitransformer.decoding import translate
 from minitransformer.training.checkpoint import build_model
 
@@ -214,7 +214,9 @@ def test_translate_without_final_newline(trained, capsys, monkeypatch):
 
 
 @pytest.mark.slow
-def test_evaluate_prints_sacrebleu_score_and_signature(trained, capsys, tmp_path):
+def test_evaluate_prints_sacrebleu_scores_and_signatures(trained, capsys, tmp_path):
+    """Cased BLEU (the headline), lower-cased BLEU and chrF, each as sacreBLEU
+    computes them directly, each followed by its signature."""
     hyp_file = tmp_path / "hyp.txt"
     code, out, err = _run(capsys, ["evaluate", "--checkpoint", str(trained), "--split",
                                    "test_2016_flickr", "--data-root", str(FIXTURES),
@@ -223,10 +225,81 @@ def test_evaluate_prints_sacrebleu_score_and_signature(trained, capsys, tmp_path
     hyps = hyp_file.read_text().split("\n")[:-1]
     refs = _lines("test_2016_flickr.en.gz")
     assert len(hyps) == len(refs) == 8
-    expected = sacrebleu.corpus_bleu(hyps, [refs], lowercase=True)
-    printed = float(re.search(r"BLEU = ([0-9.]+)", out).group(1))
-    assert printed == pytest.approx(expected.score, abs=0.01)
-    assert re.search(r"signature: nrefs:1\|case:lc\|eff:no\|tok:13a\|smooth:exp\|version:", out)
+    _check_printed_scores(out, hyps, refs)
+
+
+def _check_printed_scores(out: str, hyps: list[str], refs: list[str]) -> None:
+    cased = float(re.search(r"^BLEU = ([0-9.]+)", out, re.M).group(1))
+    lower = float(re.search(r"^BLEU \(lowercased\) = ([0-9.]+)", out, re.M).group(1))
+    chrf = float(re.search(r"^chrF2 = ([0-9.]+)", out, re.M).group(1))
+    assert cased == pytest.approx(sacrebleu.corpus_bleu(hyps, [refs]).score, abs=0.01)
+    assert lower == pytest.approx(
+        sacrebleu.corpus_bleu(hyps, [refs], lowercase=True).score, abs=0.01)
+    assert chrf == pytest.approx(sacrebleu.corpus_chrf(hyps, [refs]).score, abs=0.01)
+    signatures = re.findall(r"^signature: (.*)$", out, re.M)
+    assert len(signatures) == 3
+    assert signatures[0].startswith("nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:")
+    assert signatures[1].startswith("nrefs:1|case:lc|eff:no|tok:13a|smooth:exp|version:")
+    assert signatures[2].startswith("nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no|version:")
+
+
+@pytest.fixture(scope="module")
+def trained_subword(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("run_subword")
+    code = main(["train", "--out", str(out), "--max-steps", "40", *TINY, "--tokenizer",
+                 "subword", "--vocab-size", "400", "--share-embeddings", "--tie-output"])
+    assert code == 0
+    return out
+
+
+@pytest.mark.slow
+def test_subword_run_is_self_contained_and_translates_cased_without_unk(
+    trained_subword, capsys, monkeypatch
+):
+    run = trained_subword
+    assert (run / "tokenizer.model").is_file() and not (run / "src_vocab.json").exists()
+    ckpt = torch.load(run / "last.pt", weights_only=True)  # the tokenizer travels inside
+    tok = tokenizer_from_dict(ckpt["vocabs"]["src"])
+    assert tok == SubwordTokenizer.load(run / "tokenizer.model") and len(tok) == 400
+    assert ckpt["model_config"]["share_embeddings"] and ckpt["model_config"]["tie_output"]
+    assert json.loads((run / "run.json").read_text())["lowercase"] is False
+    sources = _lines("test_2016_flickr.de.gz")[:3] + ["Ein 😀 läuft über 漢字 im ÆØÅ-Park."]
+    code, out, err = _run(capsys, ["translate", "--checkpoint", str(run), "--beam", "2"],
+                          stdin="\n".join(sources) + "\n", monkeypatch=monkeypatch)
+    assert code == 0, err
+    lines = out.split("\n")[:-1]
+    assert len(lines) == 4 and not any("<unk>" in line or "\u2047" in line for line in lines)
+    expected = translate(build_model(run / "best.pt"), sources, tok, tok, beam_size=2)
+    assert lines == [" ".join(e.split()) for e in expected]
+    assert any(c.isupper() for line in lines for c in line)  # cased output
+
+
+@pytest.mark.slow
+def test_subword_run_evaluates_and_resumes(trained_subword, capsys, tmp_path):
+    hyp_file = tmp_path / "hyp.txt"
+    code, out, err = _run(capsys, ["evaluate", "--checkpoint", str(trained_subword), "--split",
+                                   "test_2016_flickr", "--data-root", str(FIXTURES),
+                                   "--no-download", "--output", str(hyp_file)])
+    assert code == 0, err
+    _check_printed_scores(out, hyp_file.read_text().split("\n")[:-1],
+                          _lines("test_2016_flickr.en.gz"))
+    code, out, err = _run(capsys, [
+        "train", "--out", str(trained_subword), "--resume", "--max-steps", "45", *TINY,
+        "--tokenizer", "subword", "--vocab-size", "400", "--share-embeddings", "--tie-output",
+        "--no-bleu"])
+    assert code == 0, err
+    assert json.loads((trained_subword / "history.json").read_text())["step"][-1] == 45
+    code, _, err = _run(capsys, [
+        "train", "--out", str(trained_subword), "--resume", "--max-steps", "50", *TINY,
+        "--tokenizer", "subword", "--vocab-size", "300", "--share-embeddings", "--tie-output"])
+    assert code == 2 and "--vocab-size 300 differs from the run's 400" in err
+
+
+def test_share_embeddings_needs_subwords(capsys, tmp_path):
+    code, _, err = _run(capsys, ["train", "--out", str(tmp_path / "r"), *TINY,
+                                 "--share-embeddings"])
+    assert code == 2 and "--share-embeddings needs --tokenizer subword" in err
+    assert not (tmp_path / "r").exists()
 
 
 @pytest.mark.slow

@@ -76,7 +76,8 @@ def test_signatures_name_the_settings_and_print():
     for part in (s.bleu, s.bleu_lc, s.chrf):
         assert f"version:{sacrebleu.__version__}" in part.signature
         assert part.signature in str(s) and f"{part.score:.2f}" in str(s)
-    assert s.bleu.detail.startswith("BLEU = ")
+    assert s.bleu.detail.startswith("BLEU = ") and s.chrf.detail.startswith("chrF2 = ")
+    assert s.bleu_lc.detail.startswith(f"BLEU (lowercased) = {s.bleu_lc.score:.2f}")
     d = s.to_dict()
     assert d["bleu"]["score"] == s.bleu.score and d["chrf"]["signature"] == s.chrf.signature
 
