@@ -1,5 +1,5 @@
 # Two commands do everything on a fresh machine with Python 3.11:
-#   make book   set up, build the book, print where the HTML is
+#   make book   set up, build the book (English and Chinese), print where the HTML is
 #   make test   set up, run every test (unit tests, ruff, every notebook)
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
@@ -22,9 +22,10 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet -e .
 	touch $@
 
+# Both editions: English in _build/html/, Chinese (zh/, regenerated first) in _build/html/zh/.
 book: setup
-	$(BIN)/jupyter-book build . --all -W -n --keep-going
-	@echo "The book is in $(CURDIR)/_build/html/index.html"
+	$(BIN)/python tools/make_chinese_edition.py
+	$(BIN)/python tools/build_book.py
 
 lint: setup
 	$(BIN)/ruff check minitransformer tests benchmarks tools

@@ -1,11 +1,12 @@
 """Helpers for the browser tests: build the book, serve it, check pages in Chromium.
 
 The tests in ``test_browser.py`` use these to check the rendered book as a
-reader meets it: every page of the table of contents loads without console
-errors, its equations are typeset by the MathJax copy served with the book,
-its figures load, its launch link opens the right notebook on Colab, its
-exercise solutions start hidden and open on click, and the search page finds
-terms.
+reader meets it, in both editions (English, and Chinese under ``zh/``):
+every page of the table of contents loads without console errors, its
+equations are typeset by the MathJax copy served with the book, its figures
+load, its launch link opens the right notebook on Colab, its language switch
+leads to the same page in the other edition, its exercise solutions start
+hidden and open on click, and the search page finds terms.
 
 Chromium is driven by Python Playwright (``playwright`` on PyPI) using the
 system's Chromium (Debian's ``chromium``; Playwright's own browser download
@@ -19,9 +20,7 @@ import functools
 import http.server
 import io
 import os
-import re
 import shutil
-import subprocess
 import sys
 import threading
 from collections.abc import Iterator
@@ -83,10 +82,12 @@ class TocPage:
 
     docname: str  # e.g. "notebooks/03_qkv_and_masks" (no suffix)
     source: Path  # the .ipynb or .md file in the repository
+    edition: str = ""  # where the page's edition is in the built site: "" or "zh/"
 
     @property
     def html(self) -> str:
-        return self.docname + ".html"
+        """The page's path in the built site."""
+        return self.edition + self.docname + ".html"
 
     @property
     def is_notebook(self) -> bool:
@@ -106,15 +107,16 @@ def _toc_files(node: object) -> Iterator[str]:
             yield from _toc_files(child)
 
 
-def toc_pages(root: Path = ROOT) -> list[TocPage]:
-    """Every page named in ``_toc.yml``, in reading order."""
+def toc_pages(root: Path = ROOT, edition: str = "") -> list[TocPage]:
+    """Every page named in ``root/_toc.yml``, in reading order; ``edition`` is where that
+    book is in the built site ("zh/" for the Chinese edition, rooted at ``ROOT/zh``)."""
     toc = yaml.safe_load((root / "_toc.yml").read_text(encoding="utf-8"))
     pages = []
     for docname in _toc_files(toc):
         docname = docname.removesuffix(".md").removesuffix(".ipynb")
         for suffix in (".ipynb", ".md"):
             if (root / (docname + suffix)).is_file():
-                pages.append(TocPage(docname, root / (docname + suffix)))
+                pages.append(TocPage(docname, root / (docname + suffix), edition))
                 break
         else:
             raise FileNotFoundError(f"_toc.yml names {docname!r}, but no .ipynb or .md exists")
@@ -155,20 +157,18 @@ class BuildResult:
 
 
 def build_book(source: Path, output: Path, timeout: int = 900) -> BuildResult:
-    """``jupyter-book build`` ``source`` into ``output`` with warnings as errors.
+    """Build the book at ``source`` into ``output`` with warnings as errors, as ``make book``
+    does (``tools/build_book.py``): the English edition, and the Chinese one into ``zh/`` of
+    the site when ``source/zh`` has one.
 
     ``--keep-going`` makes a build with warnings still write every page, so
     the browser checks can run and the warnings be reported separately.
     """
-    jb = Path(sys.executable).with_name("jupyter-book")
-    cmd = [str(jb) if jb.exists() else "jupyter-book", "build", str(source), "--all",
-           "-W", "-n", "--keep-going", "--path-output", str(output)]
-    env = dict(os.environ, PYTHONWARNINGS="ignore", NO_COLOR="1", TERM="dumb")
-    proc = subprocess.run(
-        cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=source
-    )
-    log = re.sub(r"\x1b\[[0-9;]*m", "", proc.stdout + proc.stderr)
-    return BuildResult(output / "_build" / "html", proc.returncode, log)
+    sys.path.insert(0, str(ROOT / "tools"))
+    import build_book as builder
+
+    status, log = builder.build(source, output, timeout)
+    return BuildResult(output / "_build" / "html", status, log)
 
 
 def _png_bytes() -> bytes:
@@ -296,6 +296,7 @@ class PageReport:
     figures: int = 0  # images checked in the article
     solutions: int = 0  # hidden solutions that opened on click
     colab_links: list[str] = field(default_factory=list)
+    switch: str | None = None  # where the language switch leads (absolute URL)
 
 
 _WAIT_FOR_MATHJAX = """
@@ -373,9 +374,13 @@ def _solution_state(page, index: int) -> dict:
 
 def check_page(
     context: BrowserContext, url: str, page_info: TocPage | None = None, config: dict | None = None,
-    screenshot: Path | None = None,
+    screenshot: Path | None = None, switch: str | None = None,
 ) -> PageReport:
-    """Load ``url`` in a fresh tab of ``context`` and check what a reader would meet."""
+    """Load ``url`` in a fresh tab of ``context`` and check what a reader would meet.
+
+    ``switch``: the URL the page's language switch must lead to (the same
+    page in the other edition); not checked when None.
+    """
     from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
     report = PageReport(url)
@@ -461,6 +466,13 @@ def check_page(
                 report.problems.append(
                     f"no Colab launch link to {want} (found {report.colab_links})")
 
+        # Language switch (book/_ext/edition_switch.py): one link, to the same page.
+        links = page.eval_on_selector_all("a.edition-switch", "els => els.map(e => e.href)")
+        report.switch = links[0] if links else None
+        if switch is not None and links != [switch]:
+            report.problems.append(f"the language switch leads to {links or 'nowhere'}, "
+                                   f"not to {switch}")
+
         # Exercise solutions: hidden at first, shown after a click.
         n = page.locator(".solution").count()
         for i in range(n):
@@ -481,6 +493,22 @@ def check_page(
     finally:
         page.close()
     return report
+
+
+def follow_switch(context: BrowserContext, url: str) -> tuple[str, int, str | None]:
+    """Click the language switch of the page at ``url``: (the URL it lands on, its HTTP
+    status, and where the landed page's own switch leads)."""
+    page = context.new_page()
+    page.set_default_timeout(PAGE_TIMEOUT_MS)
+    try:
+        page.goto(url, wait_until="load")
+        with page.expect_navigation(wait_until="load") as navigation:
+            page.click("a.edition-switch")
+        response = navigation.value
+        back = page.eval_on_selector_all("a.edition-switch", "els => els.map(e => e.href)")
+        return page.url, response.status if response else 0, back[0] if back else None
+    finally:
+        page.close()
 
 
 def search(context: BrowserContext, base_url: str, term: str) -> list[str]:

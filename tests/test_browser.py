@@ -1,18 +1,24 @@
 """The rendered book, as a reader meets it, checked in headless Chromium.
 
-The book is built once per session (``jupyter-book build -W -n`` into a
-temporary folder; notebooks are stored executed, so nothing runs), served on
-127.0.0.1, and every page of ``_toc.yml`` is opened in Chromium and checked:
-no console errors or failed requests, no request leaving the book (MathJax
-comes from ``book/_vendor``), every equation typeset, every figure loaded and
-readable, the Colab launch link of each notebook, exercise solutions hidden
-until clicked. The search page must find terms. The same checks run on a
-small fixture book that has every kind of content (so they are exercised
+Both editions are built once per session as ``make book`` builds them
+(``jupyter-book build -W -n``, English at the site's root and Chinese under
+``zh/``, into a temporary folder; notebooks are stored executed, so nothing
+runs), served on 127.0.0.1, and every page of ``_toc.yml`` and of
+``zh/_toc.yml`` is opened in Chromium and checked: no console errors or
+failed requests, no request leaving the book (MathJax comes from
+``book/_vendor``), every equation typeset, every figure loaded and readable,
+the Colab launch link of each notebook (the Chinese pages open the Chinese
+notebooks), the language switch to the same page in the other edition,
+exercise solutions hidden until clicked. Clicking the switch lands on that
+page; the search pages of both editions find terms. The same checks run on
+a small fixture book that has every kind of content (so they are exercised
 before the chapters have it) and on a deliberately broken page (so each
 check is seen to fail).
 
-Screenshots of the overview and of the chapter with the most figures are
-saved in ``_build/artifacts/`` (or ``$MINITRANSFORMER_ARTIFACTS``).
+Screenshots of the overview (in both editions) and of the chapter with the
+most figures are saved in ``_build/artifacts/`` (or
+``$MINITRANSFORMER_ARTIFACTS``); a CJK font must be installed for the
+Chinese one to show its text (``.ci/run`` installs ``fonts-noto-cjk``).
 
 Without Chromium (``apt-get install chromium``) or Playwright the browser
 tests skip and say why; the build test still runs.
@@ -21,14 +27,20 @@ tests skip and say why; the build test still runs.
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import book_browser as bb
 import nbformat
 import pytest
 
-PAGES = bb.toc_pages()
+ZH = bb.ROOT / "zh"
+ENGLISH = bb.toc_pages()
+CHINESE = bb.toc_pages(ZH, edition="zh/")
+PAGES = ENGLISH + CHINESE
 CONFIG = bb.book_config()
+CONFIGS = {"": CONFIG, "zh/": bb.book_config(ZH)}
 ARTIFACTS = Path(os.environ.get("MINITRANSFORMER_ARTIFACTS", bb.ROOT / "_build" / "artifacts"))
 
 
@@ -41,16 +53,21 @@ def _figure_count(page: bb.TocPage) -> int:
 
 
 def _screenshot_pages() -> dict[str, str]:
-    """docname -> file name: the overview, and the chapter with the most figures."""
-    notebooks = [p for p in PAGES if p.is_notebook]
+    """page path -> file name: the overview in both editions, the chapter with the most figures."""
+    notebooks = [p for p in ENGLISH if p.is_notebook]
     if not notebooks:
         return {}
-    shots = {notebooks[0].docname: "overview.png"}
+    shots = {notebooks[0].html: "overview.png", "zh/" + notebooks[0].html: "zh_overview.png"}
     chapters = notebooks[1:]
     if chapters:
         best = max(chapters, key=_figure_count)  # first one on ties
-        shots[best.docname] = f"chapter_{Path(best.docname).name}.png"
+        shots[best.html] = f"chapter_{Path(best.docname).name}.png"
     return shots
+
+
+def _other_edition(page: bb.TocPage) -> str:
+    """The path of the same page in the other edition."""
+    return ("" if page.edition else "zh/") + page.docname + ".html"
 
 
 SCREENSHOTS = _screenshot_pages()
@@ -120,17 +137,44 @@ def test_book_builds_without_warnings(book_build):
 
 @pytest.mark.slow
 @pytest.mark.browser
-@pytest.mark.parametrize("page", PAGES, ids=[p.docname for p in PAGES])
+@pytest.mark.parametrize("page", PAGES, ids=[p.html.removesuffix(".html") for p in PAGES])
 def test_page_reads_well(page, browser_context, book_url, book_build, capsys):
-    """Loads cleanly; equations typeset; figures load; Colab link; solutions hidden."""
+    """Loads cleanly; equations typeset; figures load; Colab link; language switch;
+    solutions hidden."""
     if not (book_build.html / page.html).is_file():
         pytest.fail(f"{page.html} was not built (is {page.source.name} valid?)")
-    shot = ARTIFACTS / SCREENSHOTS[page.docname] if page.docname in SCREENSHOTS else None
-    report = bb.check_page(browser_context, book_url + page.html, page, CONFIG, screenshot=shot)
+    shot = ARTIFACTS / SCREENSHOTS[page.html] if page.html in SCREENSHOTS else None
+    report = bb.check_page(browser_context, book_url + page.html, page, CONFIGS[page.edition],
+                           screenshot=shot, switch=book_url + _other_edition(page))
     if shot is not None:
         with capsys.disabled():
-            print(f"\n[browser] screenshot of {page.docname}: {shot}")
+            print(f"\n[browser] screenshot of {page.html}: {shot}")
     _fail_on(report)
+
+
+#: Pages whose language switch is clicked (every page's link is checked by test_page_reads_well).
+SWITCH_PAGES = [p for p in PAGES if p.docname in (
+    "book/intro", "notebooks/00_overview", "notebooks/03_qkv_and_masks", "book/glossary")]
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@pytest.mark.parametrize("page", SWITCH_PAGES, ids=[p.html.removesuffix(".html")
+                                                    for p in SWITCH_PAGES])
+def test_language_switch_lands_on_the_same_page(page, browser_context, book_url):
+    landed, status, back = bb.follow_switch(browser_context, book_url + page.html)
+    assert (landed, status) == (book_url + _other_edition(page), 200)
+    assert back == book_url + page.html, f"the switch on {landed} leads to {back}, not back"
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_a_cjk_font_shows_the_chinese_pages():
+    fc_list = shutil.which("fc-list")
+    fonts = subprocess.run([fc_list, ":lang=zh", "family"], capture_output=True,
+                           text=True).stdout if fc_list else ""
+    assert fonts.strip(), ("no font for Chinese: screenshots of the Chinese pages would show "
+                           "boxes; apt-get install fonts-noto-cjk (.ci/run does)")
 
 
 @pytest.mark.slow
@@ -144,6 +188,22 @@ def test_search_finds_terms(browser_context, book_url):
     )
     # And a word that is nowhere is not found (the search really filters).
     assert bb.search(browser_context, book_url, "qzxvwkjq") == []
+
+
+def _title(path: Path) -> str:
+    return next(line[2:].strip() for line in path.read_text(encoding="utf-8").splitlines()
+                if line.startswith("# "))
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_chinese_search_finds_terms(browser_context, book_url):
+    """Chinese words are indexed (jieba), glossary terms whole (zh/_search_words.txt)."""
+    glossary = _title(ZH / "book" / "glossary.md")
+    for term in ["多头注意力", "层归一化", "注意力"]:
+        assert glossary in bb.search(browser_context, book_url + "zh/", term), (
+            f"searching the Chinese edition for {term!r} did not list its glossary ({glossary})")
+    assert bb.search(browser_context, book_url + "zh/", "qzxvwkjq") == []
 
 
 # --------------------------------------------------------------------------- the checks themselves
@@ -184,7 +244,8 @@ def test_checks_report_a_broken_page(browser_context, tmp_path):
     (tmp_path / "empty.png").write_bytes(b"")
     page = bb.TocPage("broken", tmp_path / "broken.ipynb")
     with bb.serve(tmp_path) as url:
-        report = bb.check_page(browser_context, url + "broken.html", page, CONFIG)
+        report = bb.check_page(browser_context, url + "broken.html", page, CONFIG,
+                               switch=url + "zh/broken.html")
     text = "\n".join(report.problems)
     for expected in [
         "console error: boom",
@@ -197,5 +258,6 @@ def test_checks_report_a_broken_page(browser_context, tmp_path):
         "no Colab launch link",
         "solution 1 is visible before a click",
         "the Colab install cell shows on the page",
+        "the language switch leads to nowhere",
     ]:
         assert expected in text, f"{expected!r} not reported; got:\n{text}"

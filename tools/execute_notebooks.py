@@ -43,7 +43,9 @@ blind where they cannot:
   with ``ast.unparse``, whose spelling can differ between Python versions;
   the stamps assume the project's Python 3.11.
 
-Re-execute on an otherwise idle machine when a chapter measures time.
+Re-execute on an otherwise idle machine when a chapter measures time. After
+a run the Chinese edition is regenerated (``tools/make_chinese_edition.py``):
+its notebooks carry the same outputs.
 """
 
 from __future__ import annotations
@@ -278,6 +280,11 @@ def main(argv: list[str] | None = None) -> int:
     done = len(paths) - len(failed)
     print(f"executed {done} of {len(paths)} notebooks in {_minutes(total)}"
           + (f"; failed: {', '.join(failed)}" if failed else ""))
+    if done:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import make_chinese_edition
+
+        make_chinese_edition.main([])
     return 1 if failed else 0
 
 
