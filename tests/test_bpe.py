@@ -95,3 +95,24 @@ def test_on_the_fixture_corpus_frequent_words_become_whole():
     rank = {p: r for r, p in enumerate(merges)}
     assert apply_bpe("▁the", rank) == ["▁the"]
     assert "".join(apply_bpe("▁thereby", rank)) == "▁thereby"
+
+
+@pytest.mark.slow
+def test_first_merges_on_multi30k_are_sentencepieces():
+    """An independent implementation: SentencePiece's BPE trainer, on the
+    English side of the real corpus (skipped where it is not on disk), learns
+    the same first 50 merges in the same order. (They part at merge 71,
+    where this learner joins a letter with a full stop and SentencePiece,
+    which keeps pieces within one Unicode script, does not.)"""
+    from minitransformer.data import DatasetNotFoundError, SubwordTokenizer
+
+    try:
+        pairs = load_multi30k("train", download=False)
+    except DatasetNotFoundError:
+        pytest.skip("Multi30k is not on this machine")
+    sentences = [t for _, t in pairs]
+    spm = SubwordTokenizer.train(sentences, vocab_size=1000)
+    first = 4 + 256  # after the specials and the byte pieces, in the order merged
+    theirs = [spm.id_to_piece(i) for i in range(first, first + 50)]
+    merges, _ = learn_bpe(word_counts(sentences), 50)
+    assert ["".join(m) for m in merges] == theirs
