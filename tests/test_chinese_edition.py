@@ -302,6 +302,22 @@ def test_tool_adds_the_language_cell_to_chapters_with_checked_exercises(tmp_path
     assert [c.id for c in chinese.cells[2:]] == [c.id for c in nb.cells[1:]]
 
 
+def test_the_language_cell_makes_the_checkers_speak_chinese(capsys):
+    import minitransformer.exercises as ex
+
+    def not_yet(length):
+        raise NotImplementedError
+
+    try:
+        exec(compile(zh.LANGUAGE_CELL, "<language cell>", "exec"), {})
+        assert ex.get_language() == "zh"
+        assert ex.check_causal_mask(not_yet) is False
+    finally:
+        ex.set_language("en")
+    out = capsys.readouterr().out
+    assert "还没有实现" in out and "Not implemented" not in out
+
+
 def test_split_markdown_gives_back_the_page():
     for path in [ROOT / p.source for p in PAGES if not p.is_notebook] + [None]:
         code = "\n```python\nx = 1\n\ny\n```\n"

@@ -76,11 +76,15 @@ SPHINX_LANGUAGE = "zh_CN"
 SWITCH_TO_ENGLISH = {"label": "English", "tooltip": "Read this page in English", "lang": "en",
                      "root": "../"}
 
-#: The code cell a Chinese chapter gets right after its Colab cell when it uses the checked
-#: exercises, so that their verdicts and hints are in Chinese (the exercises' ``lang``
-#: setting, issue 17). ``None`` until ``minitransformer.exercises`` has that setting: then no
-#: cell is added. Tagged ``remove-cell``: the web page does not show it, Colab runs it.
-LANGUAGE_CELL: str | None = None
+#: The code cell a Chinese chapter gets right after its Colab cell when its code uses the
+#: checked exercises: their verdicts and hints are then in Chinese where
+#: ``minitransformer/exercises/locales/zh.py`` has them (English otherwise). Tagged
+#: ``remove-cell``: the web page does not show it; Jupyter and Colab run it.
+LANGUAGE_CELL: str | None = """\
+# 中文版：练习检查器用中文给出结果和提示。
+from minitransformer.exercises import set_language
+
+set_language("zh")"""
 LANGUAGE_CELL_ID = "zh-language"
 #: A chapter gets the language cell when its code mentions this module.
 LANGUAGE_CELL_TRIGGER = "minitransformer.exercises"
