@@ -73,10 +73,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--marks", type=float, nargs="+", default=[2.5, 5, 10, 20],
                    help="training minutes at which to score (increasing)")
     p.add_argument("--models", nargs="+", choices=list(MODELS), default=list(MODELS))
-    p.add_argument("--tokenizer", choices=TOKENIZER_KINDS, default="words",
-                   help="words (the command line's default today) or joint subwords")
-    p.add_argument("--vocab-size", type=int, default=8000, help="subword vocabulary size")
-    p.add_argument("--share-embeddings", action="store_true",
+    p.add_argument("--tokenizer", choices=TOKENIZER_KINDS, default=CPU_DEFAULTS["tokenizer"],
+                   help="words (lower-cased) or joint subwords (default: the command line's)")
+    p.add_argument("--vocab-size", type=int, default=CPU_DEFAULTS["vocab_size"],
+                   help="subword vocabulary size")
+    p.add_argument("--share-embeddings", action=argparse.BooleanOptionalAction,
+                   default=CPU_DEFAULTS["share_embeddings"],
                    help="one embedding table for source and target (needs --tokenizer subword)")
     p.add_argument("--tie-output", action=argparse.BooleanOptionalAction,
                    default=CPU_DEFAULTS["tie_output"],
@@ -229,7 +231,8 @@ def main(argv=None) -> None:
     before = print_machine("before")
     t0 = time.perf_counter()
     train = load_multi30k("train")
-    src_tok, tgt_tok = build_tokenizers(train, args.tokenizer, vocab_size=args.vocab_size)
+    src_tok, tgt_tok = build_tokenizers(train, args.tokenizer, min_freq=CPU_DEFAULTS["min_freq"],
+                                        vocab_size=args.vocab_size)
     examples = encode_pairs(train, src_tok, tgt_tok, max_len=100)
     batches = TokenBatcher(examples, CPU_DEFAULTS["max_tokens"], shuffle=True, seed=args.seed)
     valid_pairs = load_multi30k("val")
