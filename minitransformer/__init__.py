@@ -28,7 +28,7 @@ list is ``__all__``.
 
 from types import ModuleType as _ModuleType
 
-from .attention import MultiHeadAttention, scaled_dot_product_attention
+from .attention import KVCache, MultiHeadAttention, masked_softmax, scaled_dot_product_attention
 from .data import (
     BOS_ID,
     EOS_ID,
@@ -68,7 +68,13 @@ from .masks import (
 )
 from .metrics import corpus_scores
 from .model import Transformer, TransformerConfig
-from .positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding, sinusoidal_table
+from .positional import (
+    LearnedPositionalEmbedding,
+    NoPositionalEncoding,
+    PositionalEncoding,
+    SinusoidalPositionalEncoding,
+    sinusoidal_table,
+)
 from .rnn import (
     AdditiveAttention,
     AttentionSeq2Seq,
@@ -78,7 +84,6 @@ from .rnn import (
     RNNConfig,
     SimpleSeq2Seq,
 )
-from .rnn.attention_scorers import masked_softmax
 from .training import (
     History,
     TrainConfig,

@@ -9,15 +9,21 @@ Implements section 3.2 of Vaswani et al., "Attention Is All You Need" (2017):
 Masks are bool with **True = may attend** (see :mod:`minitransformer.masks`;
 ``nn.MultiheadAttention`` uses True = blocked) or float, added to the scores.
 A query whose keys are all masked gets an output of zeros and weights of
-zeros, never NaN.
+zeros, never NaN: :func:`masked_softmax` is the one kernel that applies a
+mask, used by :func:`scaled_dot_product_attention`, by
+:class:`MultiHeadAttention`'s readable path, by the relative attention of
+:mod:`minitransformer.variants.relative` and by the RNN attention scorers.
+The fused path, ``F.scaled_dot_product_attention``, follows the same rule
+(zeros for a fully masked row, tested equal), so no path branches on the
+mask's values: nothing in a forward pass waits for the host.
 
 Shape letters: ``B`` batch, ``H`` heads, ``Lq``/``Lk`` query/key lengths,
 ``D`` model width, ``Dh`` head width (``D / H``), ``d_k``/``d_v`` key/value
 widths.
 
-For decoding one token at a time, :class:`KVCache` holds a layer's keys and
-values split into heads, :meth:`MultiHeadAttention.project_kv` computes them
-and :meth:`MultiHeadAttention.attend_cached` attends to them (see
+For decoding one token at a time, a :class:`KVCache` holds a layer's keys
+and values split into heads: ``forward(..., cache=cache)`` appends the new
+positions' keys and values to it and attends to all of them (see
 :mod:`minitransformer.decoding`).
 """
 
@@ -30,42 +36,33 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-__all__ = ["scaled_dot_product_attention", "MultiHeadAttention", "KVCache"]
+from .checks import check_attention_inputs, check_heads, check_qkv
+
+__all__ = ["masked_softmax", "scaled_dot_product_attention", "MultiHeadAttention", "KVCache"]
 
 
-def _check_mask(mask: Tensor, target: tuple[int, ...], where: str) -> None:
-    """Raise a clear error if ``mask`` is not bool/float or does not broadcast to ``target``."""
-    if not isinstance(mask, Tensor):
-        raise TypeError(f"{where}: mask must be a tensor, got {type(mask).__name__}")
-    if mask.dtype != torch.bool and not mask.dtype.is_floating_point:
-        raise TypeError(
-            f"{where}: mask must be bool (True = may attend) or float (added to the "
-            f"scores), got dtype {mask.dtype}"
-        )
-    try:
-        shape = torch.broadcast_shapes(mask.shape, target)
-    except RuntimeError:
-        shape = None
-    if shape != torch.Size(target):
-        raise ValueError(
-            f"{where}: mask of shape {tuple(mask.shape)} does not broadcast to the "
-            f"attention scores' shape {tuple(target)} (..., Lq, Lk)"
-        )
+def masked_softmax(scores: Tensor, mask: Tensor | None = None) -> Tensor:
+    """Softmax over the last axis in which blocked keys get exactly zero weight.
 
+    Args:
+        scores: ``(..., Lk)`` float.
+        mask: optional, broadcastable to ``scores``. Bool: True = may attend.
+            Float: added to the scores (``-inf`` blocks a key).
 
-def _fully_masked_rows(mask: Tensor) -> Tensor:
-    """``(..., Lq, 1)`` bool: True for query rows in which every key is blocked."""
-    if mask.dtype == torch.bool:
-        return ~mask.any(dim=-1, keepdim=True)
-    return torch.isneginf(mask).all(dim=-1, keepdim=True)
-
-
-def _unblock_rows(mask: Tensor, dead: Tensor) -> Tensor:
-    """Let fully masked rows attend everywhere (their output is zeroed afterwards),
-    so that softmax sees no row of only ``-inf`` and produces no NaN."""
-    if mask.dtype == torch.bool:
-        return mask | dead
-    return mask.masked_fill(dead, 0.0)
+    Returns:
+        weights of the shape of ``scores``; each row sums to 1, except rows
+        in which every key is blocked (every score ``-inf``): those are all
+        zero, never NaN, and pass back zero gradients.
+    """
+    if mask is not None:
+        if mask.dtype == torch.bool:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        else:
+            scores = scores + mask
+    dead = torch.isneginf(scores).all(dim=-1, keepdim=True)  # (..., 1): no key to attend to
+    # A row of only -inf would give 0/0 = NaN: softmax a row of zeros instead, then zero it.
+    weights = scores.masked_fill(dead, 0.0).softmax(dim=-1)
+    return weights.masked_fill(dead, 0.0)
 
 
 def scaled_dot_product_attention(
@@ -92,40 +89,9 @@ def scaled_dot_product_attention(
         sums to 1, except rows whose keys are all masked, which are all zero
         (and so is their output).
     """
-    where = "scaled_dot_product_attention"
-    for name, t in (("q", q), ("k", k), ("v", v)):
-        if not isinstance(t, Tensor):
-            raise TypeError(f"{where}: {name} must be a tensor, got {type(t).__name__}")
-        if t.dim() < 2:
-            raise ValueError(
-                f"{where}: {name} must have at least 2 dims (..., len, dim), "
-                f"got shape {tuple(t.shape)}"
-            )
-    if q.shape[-1] != k.shape[-1]:
-        raise ValueError(
-            f"{where}: q and k must share their last dimension d_k, got q {tuple(q.shape)} "
-            f"and k {tuple(k.shape)}"
-        )
-    if k.shape[-2] != v.shape[-2]:
-        raise ValueError(
-            f"{where}: k and v must have the same length Lk (dim -2), got k "
-            f"{tuple(k.shape)} and v {tuple(v.shape)}"
-        )
-
-    d_k = q.shape[-1]
-    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (..., Lq, Lk)
-    dead = None
-    if mask is not None:
-        _check_mask(mask, tuple(scores.shape), where)
-        dead = _fully_masked_rows(mask)  # (..., Lq, 1)
-        mask = _unblock_rows(mask, dead)
-        if mask.dtype == torch.bool:
-            scores = scores.masked_fill(~mask, float("-inf"))
-        else:
-            scores = scores + mask
-    weights = scores.softmax(dim=-1)  # (..., Lq, Lk)
-    if dead is not None:
-        weights = weights.masked_fill(dead, 0.0)
+    check_qkv(q, k, v, mask, "scaled_dot_product_attention")
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., Lq, Lk)
+    weights = masked_softmax(scores, mask)  # (..., Lq, Lk)
     dropped = F.dropout(weights, p=dropout_p) if dropout_p > 0 else weights
     return dropped @ v, weights  # (..., Lq, d_v), (..., Lq, Lk)
 
@@ -135,20 +101,26 @@ class KVCache:
     """Keys and values of one attention layer, kept between decoding steps.
 
     ``k`` and ``v`` are ``(B, H, L, Dh)``: already projected and split into
-    heads, so a step only projects its new positions. Self-attention caches
-    grow by one position per step (:meth:`append`); the cross-attention cache
-    of the encoder's memory is computed once per sentence.
+    heads, so a step only projects its new positions. A self-attention cache
+    grows by the new positions at every call (:meth:`update`, in place); the
+    cross-attention cache of the encoder's memory is computed once per
+    sentence (:meth:`MultiHeadAttention.project_kv`) and read as it is.
     """
 
     k: Tensor
     v: Tensor
 
-    def append(self, new: KVCache) -> KVCache:
-        """The cache with ``new``'s positions added after its own (dim 2)."""
-        return KVCache(torch.cat([self.k, new.k], dim=2), torch.cat([self.v, new.v], dim=2))
+    def update(self, k: Tensor | None, v: Tensor | None) -> tuple[Tensor, Tensor]:
+        """Append the new positions' keys and values ``(B, H, L', Dh)`` after
+        the cached ones (None: append nothing) and return all of them
+        ``(B, H, L + L', Dh)``."""
+        if k is not None:
+            self.k = torch.cat([self.k, k], dim=2)
+            self.v = torch.cat([self.v, v], dim=2)
+        return self.k, self.v
 
     def index_select(self, index: Tensor) -> KVCache:
-        """Rows ``index`` ``(N',)`` of the batch (beam search reorders them)."""
+        """A new cache of rows ``index`` ``(N',)`` of the batch (beam search reorders them)."""
         return KVCache(self.k.index_select(0, index), self.v.index_select(0, index))
 
 
@@ -161,6 +133,14 @@ class MultiHeadAttention(nn.Module):
         dropout: dropout on the attention weights during training.
         bias: whether the four projections have biases.
 
+    Two paths compute the same function (tested equal): the readable one,
+    ``combine(masked_softmax(score(q, k)), v)``, which can
+    return the weights; and the fused ``F.scaled_dot_product_attention``,
+    taken when no weights are asked for. A variant changes how scores and
+    outputs are formed by overriding :meth:`score` and :meth:`combine` and
+    setting ``fused = False`` (see
+    :class:`~minitransformer.variants.relative.RelativeMultiHeadAttention`).
+
     Differences from ``nn.MultiheadAttention``: batch-first always; a bool
     mask means True = *may attend* (there: True = blocked); there is one mask
     argument (combine padding and causal masks with ``&``); the returned
@@ -169,13 +149,13 @@ class MultiHeadAttention(nn.Module):
     :mod:`minitransformer.instruments.interop`.
     """
 
+    #: Whether ``forward`` may use ``F.scaled_dot_product_attention`` when no
+    #: weights are asked for (False in variants that override ``score``/``combine``).
+    fused: bool = True
+
     def __init__(self, d_model: int, num_heads: int, dropout: float = 0.0, bias: bool = True):
         super().__init__()
-        if num_heads < 1 or d_model % num_heads != 0:
-            raise ValueError(
-                f"MultiHeadAttention: d_model ({d_model}) must be divisible by "
-                f"num_heads ({num_heads})"
-            )
+        check_heads(d_model, num_heads, type(self).__name__)
         self.d_model = d_model
         self.num_heads = num_heads
         self.head_dim = d_model // num_heads
@@ -189,122 +169,100 @@ class MultiHeadAttention(nn.Module):
         self.record_weights = False
         self.last_weights: Tensor | None = None
 
-    def _split(self, x: Tensor) -> Tensor:
-        b, n, _ = x.shape
-        return x.view(b, n, self.num_heads, self.head_dim).transpose(1, 2)  # (B, H, L, Dh)
-
-    def _project_qkv(self, query: Tensor, key: Tensor, value: Tensor) -> tuple[Tensor, ...]:
-        if query is key and key is value:
-            # Self-attention: one matmul with the three weights stacked (as
-            # nn.MultiheadAttention's in_proj does) is faster than three.
-            weight = torch.cat([self.w_q.weight, self.w_k.weight, self.w_v.weight])
-            bias = None
-            if self.w_q.bias is not None:
-                bias = torch.cat([self.w_q.bias, self.w_k.bias, self.w_v.bias])
-            return F.linear(query, weight, bias).chunk(3, dim=-1)
-        if key is value:
-            weight = torch.cat([self.w_k.weight, self.w_v.weight])
-            bias = None if self.w_k.bias is None else torch.cat([self.w_k.bias, self.w_v.bias])
-            return (self.w_q(query), *F.linear(key, weight, bias).chunk(2, dim=-1))
-        return self.w_q(query), self.w_k(key), self.w_v(value)
-
     def forward(
         self,
         query: Tensor,
-        key: Tensor,
-        value: Tensor,
+        key: Tensor | None,
+        value: Tensor | None,
         mask: Tensor | None = None,
         need_weights: bool = False,
+        cache: KVCache | None = None,
     ) -> tuple[Tensor, Tensor | None]:
         """Attend from ``query`` to ``key``/``value``.
 
         Args:
             query: ``(B, Lq, D)``.
-            key: ``(B, Lk, D)``.
+            key: ``(B, Lk, D)``; None (with ``value``) to attend to ``cache`` alone.
             value: ``(B, Lk, D)``.
             mask: optional bool (True = may attend) or float (added), broadcastable
                 to ``(B, H, Lq, Lk)``; a 3-d mask ``(B, Lq, Lk)`` is applied to
-                every head.
+                every head. With a cache, ``Lk`` counts the cached positions too.
             need_weights: also return the attention weights (takes the readable
                 path; otherwise the fused ``F.scaled_dot_product_attention``).
+            cache: keys and values of earlier positions (incremental decoding):
+                the new ones of ``key``/``value`` are appended to it (in place)
+                and the queries attend to all of them.
 
         Returns:
             ``(output, weights)``: output ``(B, Lq, D)``; weights
             ``(B, H, Lq, Lk)`` if ``need_weights`` else None.
         """
-        where = type(self).__name__
-        for name, t in (("query", query), ("key", key), ("value", value)):
-            if not isinstance(t, Tensor):
-                raise TypeError(f"{where}: {name} must be a tensor, got {type(t).__name__}")
-            if t.dim() != 3 or t.shape[-1] != self.d_model:
-                raise ValueError(
-                    f"{where}: {name} must have shape (batch, len, d_model={self.d_model}), "
-                    f"got {tuple(t.shape)}"
-                )
-        if key.shape[:2] != value.shape[:2]:
-            raise ValueError(
-                f"{where}: key and value must have the same batch and length, got key "
-                f"{tuple(key.shape)} and value {tuple(value.shape)}"
-            )
-        if query.shape[0] != key.shape[0]:
-            raise ValueError(
-                f"{where}: query and key must have the same batch size, got "
-                f"{query.shape[0]} and {key.shape[0]}"
-            )
-        b, lq, _ = query.shape
-        lk = key.shape[1]
-        if mask is not None:
-            if isinstance(mask, Tensor) and mask.dim() == 3:
-                mask = mask.unsqueeze(1)  # (B, 1, Lq, Lk): same for every head
-            _check_mask(mask, (b, self.num_heads, lq, lk), where)
-
-        q, k, v = self._project_qkv(query, key, value)
-        q, k, v = self._split(q), self._split(k), self._split(v)  # (B, H, L, Dh)
-        out, weights = self._attend(q, k, v, mask, need_weights)
-        return out, (weights if need_weights else None)
-
-    def _attend(
-        self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, need_weights: bool
-    ) -> tuple[Tensor, Tensor | None]:
-        """Heads ``(B, H, L, Dh)`` → output ``(B, Lq, D)`` after ``w_o``, and the
-        weights ``(B, H, Lq, Lk)`` when they were computed."""
-        b, _, lq, _ = q.shape
+        cached = None if cache is None else cache.k.shape[2]
+        check_attention_inputs(
+            query, key, value, mask, self.d_model, self.num_heads, type(self).__name__, cached
+        )
+        if mask is not None and mask.dim() == 3:
+            mask = mask.unsqueeze(1)  # (B, 1, Lq, Lk): the same for every head
+        q, k, v = self.project(query, key, value)  # (B, H, Lq, Dh), (B, H, Lk, Dh) x2
+        if cache is not None:
+            k, v = cache.update(k, v)  # (B, H, Lk, Dh): every position so far
         p = self.dropout if self.training else 0.0
         weights = None
-        if need_weights or self.record_weights:
-            out, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p=p)
+        if self.fused and not (need_weights or self.record_weights):
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
+        else:
+            weights = masked_softmax(self.score(q, k), mask)  # (B, H, Lq, Lk)
+            out = self.combine(F.dropout(weights, p) if p > 0 else weights, v)
             if self.record_weights:
                 self.last_weights = weights.detach()
+        b, _, lq, _ = q.shape
+        out = out.transpose(1, 2).reshape(b, lq, self.d_model)  # (B, Lq, D): heads side by side
+        return self.w_o(out), (weights if need_weights else None)
+
+    def score(self, q: Tensor, k: Tensor) -> Tensor:
+        """Attention scores ``q kᵀ / √Dh``: ``(B, H, Lq, Dh)``, ``(B, H, Lk, Dh)``
+        → ``(B, H, Lq, Lk)``, before the mask."""
+        return q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)
+
+    def combine(self, weights: Tensor, v: Tensor) -> Tensor:
+        """Each head's weighted average of the values: ``(B, H, Lq, Lk)``,
+        ``(B, H, Lk, Dh)`` → ``(B, H, Lq, Dh)``."""
+        return weights @ v
+
+    def project(
+        self, query: Tensor, key: Tensor | None, value: Tensor | None
+    ) -> tuple[Tensor, Tensor | None, Tensor | None]:
+        """Queries, keys and values split into heads, ``(B, H, L, Dh)`` each
+        (keys and values None when ``key`` is None). Shared inputs are
+        projected with one matmul of the stacked weights, as
+        ``nn.MultiheadAttention``'s ``in_proj`` does: faster than three."""
+        if query is key and key is value:  # self-attention: W_q, W_k, W_v stacked
+            q, k, v = F.linear(query, *self._stacked(self.w_q, self.w_k, self.w_v)).chunk(3, -1)
         else:
-            dead = None
-            if mask is not None:
-                if mask.dtype == torch.bool and bool(mask.all()):
-                    mask = None  # nothing blocked (a batch without padding): faster kernel
-                else:
-                    dead = _fully_masked_rows(mask)
-                    if bool(dead.any()):
-                        mask = _unblock_rows(mask, dead)
-                    else:
-                        dead = None
-            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
-            if dead is not None:
-                out = out.masked_fill(dead, 0.0)
-        out = out.transpose(1, 2).reshape(b, lq, self.d_model)  # (B, Lq, D)
-        return self.w_o(out), weights
+            q = self.w_q(query)
+            if key is None:
+                return self._split(q), None, None
+            if key is value:  # cross-attention: W_k, W_v stacked
+                k, v = F.linear(key, *self._stacked(self.w_k, self.w_v)).chunk(2, dim=-1)
+            else:
+                k, v = self.w_k(key), self.w_v(value)
+        return self._split(q), self._split(k), self._split(v)
 
     def project_kv(self, x: Tensor) -> KVCache:
         """Keys and values of ``x`` ``(B, L, D)``, split into heads: a
-        :class:`KVCache` of ``(B, H, L, Dh)`` tensors."""
-        weight = torch.cat([self.w_k.weight, self.w_v.weight])
-        bias = None if self.w_k.bias is None else torch.cat([self.w_k.bias, self.w_v.bias])
-        k, v = F.linear(x, weight, bias).chunk(2, dim=-1)
+        :class:`KVCache` of ``(B, H, L, Dh)`` tensors (the cross-attention
+        cache of the encoder's memory)."""
+        k, v = F.linear(x, *self._stacked(self.w_k, self.w_v)).chunk(2, dim=-1)
         # contiguous (B, H, L, Dh) copies: attention over them at every step is faster
         return KVCache(self._split(k).contiguous(), self._split(v).contiguous())
 
-    def attend_cached(self, query: Tensor, cache: KVCache, mask: Tensor | None = None) -> Tensor:
-        """Attend from ``query`` ``(B, Lq, D)`` to keys and values already in
-        ``cache`` (from :meth:`project_kv`). Same result as ``forward`` with the
-        keys/values the cache was made from; ``mask`` broadcastable to
-        ``(B, H, Lq, Lk)``. Returns ``(B, Lq, D)``."""
-        q = self._split(self.w_q(query))  # (B, H, Lq, Dh)
-        return self._attend(q, cache.k, cache.v, mask, need_weights=False)[0]
+    def _split(self, x: Tensor) -> Tensor:
+        b, n, _ = x.shape
+        return x.view(b, n, self.num_heads, self.head_dim).transpose(1, 2)  # (B, H, L, Dh)
+
+    @staticmethod
+    def _stacked(*layers: nn.Linear) -> tuple[Tensor, Tensor | None]:
+        """The weights ``(n·D, D)`` and biases of ``layers`` stacked, for one matmul."""
+        weight = torch.cat([layer.weight for layer in layers])
+        bias = None if layers[0].bias is None else torch.cat([layer.bias for layer in layers])
+        return weight, bias

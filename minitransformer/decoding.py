@@ -34,6 +34,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from .checks import check_positive_int, check_source_batch
 from .seq2seq import IncrementalDecoder, reorder_tensors
 
 __all__ = [
@@ -67,21 +68,6 @@ def _inference(model: nn.Module) -> Iterator[None]:
             yield
     finally:
         model.train(was_training)
-
-
-def _check_src(src: Any, where: str) -> None:
-    if not isinstance(src, Tensor):
-        raise TypeError(f"{where}: src must be a tensor of token ids, got {type(src).__name__}")
-    if src.dim() != 2 or src.dtype != torch.long:
-        raise ValueError(
-            f"{where}: src must be int64 token ids of shape (batch, len), got "
-            f"dtype {src.dtype} and shape {tuple(src.shape)}"
-        )
-
-
-def _check_positive(value: Any, name: str, where: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{where}: {name} must be a positive int, got {value!r}")
 
 
 def _next_log_probs(logits: Tensor, banned: Sequence[int]) -> Tensor:
@@ -172,8 +158,8 @@ def greedy_decode(
         ``reorder_state``), and decoding stops when none is left.
     """
     where = "greedy_decode"
-    _check_src(src, where)
-    _check_positive(max_len, "max_len", where)
+    check_source_batch(src, where)
+    check_positive_int(max_len, "max_len", where)
     banned = torch.tensor(_banned_ids(model, bos_id), device=src.device)
     with _inference(model):
         stepper, state = _start(model, src, use_cache)
@@ -257,9 +243,9 @@ def beam_search(
         hypothesis with the best score.
     """
     where = "beam_search"
-    _check_src(src, where)
-    _check_positive(beam_size, "beam_size", where)
-    _check_positive(max_len, "max_len", where)
+    check_source_batch(src, where)
+    check_positive_int(beam_size, "beam_size", where)
+    check_positive_int(max_len, "max_len", where)
     banned = _banned_ids(model, bos_id)
     k, device = beam_size, src.device
     b = src.shape[0]
@@ -331,7 +317,7 @@ def sequence_log_prob(
     tokens and of the final EOS. A hypothesis of ``max_len`` tokens was cut
     by the search without EOS, so its EOS is not counted when ``max_len`` is
     given."""
-    _check_src(src, "sequence_log_prob")
+    check_source_batch(src, "sequence_log_prob")
     if len(hypotheses) != src.shape[0]:
         raise ValueError(
             f"sequence_log_prob: {src.shape[0]} sources but {len(hypotheses)} hypotheses"
@@ -405,9 +391,9 @@ def translate(
 
     if isinstance(sentences, str):
         raise TypeError("translate: expected a list of sentences, got a single string")
-    _check_positive(beam_size, "beam_size", "translate")
-    _check_positive(batch_size, "batch_size", "translate")
-    _check_positive(max_rows, "max_rows", "translate")
+    check_positive_int(beam_size, "beam_size", "translate")
+    check_positive_int(batch_size, "batch_size", "translate")
+    check_positive_int(max_rows, "max_rows", "translate")
     if beam_size > max_rows:
         raise ValueError(
             f"translate: beam_size {beam_size} is larger than max_rows {max_rows}, the rows "

@@ -4,30 +4,31 @@ Vaswani et al. (2017), section 3.1: each encoder layer is self-attention then
 a feed-forward network; each decoder layer is masked self-attention,
 cross-attention over the encoder's output ("memory"), then a feed-forward
 network. Every sub-layer is wrapped in a residual connection and layer
-normalisation ("Add & Norm"):
+normalisation ("Add & Norm"), written once in :func:`residual`:
 
 - post-LN (the paper, ``norm_first=False``): ``x = norm(x + sublayer(x))``
 - pre-LN (Xiong et al. 2020, ``norm_first=True``): ``x = x + sublayer(norm(x))``;
   the stacks then end with one more LayerNorm.
 
 Submodule names match ``nn.TransformerEncoderLayer`` / ``DecoderLayer``
-(``self_attn``, ``norm1``...; ``cross_attn`` is their ``multihead_attn``, and
-the feed-forward weights sit in ``ffn``): :mod:`minitransformer.instruments.interop`
-copies weights between the two.
+(``self_attn``, ``norm1``, ``dropout1``...; ``cross_attn`` is their
+``multihead_attn``, and the feed-forward weights sit in ``ffn``):
+:mod:`minitransformer.instruments.interop` copies weights between the two.
 
 Masks are bool, True = may attend (the opposite of ``nn.Transformer``).
 Shape letters: ``B`` batch, ``S`` source length, ``T`` target length,
 ``D`` model width.
 
-Incremental decoding: :meth:`Decoder.start` computes each layer's
-cross-attention keys/values of the memory once, and :meth:`Decoder.step`
-runs one new target position against the cached keys/values (a
-:class:`DecoderCache` per layer), giving what ``forward`` gives at that
-position of the whole prefix.
+Incremental decoding runs the same ``forward``: :meth:`Decoder.start`
+computes each layer's cross-attention keys/values of the memory once, and
+``forward(x, None, caches=caches)`` runs only the new target positions ``x``
+against the cached keys/values (a :class:`DecoderCache` per layer, updated
+in place), giving what a full ``forward`` gives at those positions.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from torch import Tensor, nn
@@ -36,7 +37,33 @@ from .attention import KVCache, MultiHeadAttention
 from .feedforward import PositionwiseFeedForward
 from .layernorm import LayerNorm
 
-__all__ = ["EncoderLayer", "DecoderLayer", "Encoder", "Decoder", "DecoderCache"]
+__all__ = ["residual", "EncoderLayer", "DecoderLayer", "Encoder", "Decoder", "DecoderCache"]
+
+
+def residual(
+    x: Tensor,
+    sublayer: Callable[[Tensor], Tensor],
+    norm: nn.Module,
+    dropout: nn.Module,
+    norm_first: bool,
+) -> Tensor:
+    """One sub-layer with its residual connection and LayerNorm ("Add & Norm").
+
+    Args:
+        x: the sub-layer's input ``(B, L, D)``.
+        sublayer: attention or feed-forward, ``(B, L, D)`` → ``(B, L, D)``.
+        norm: the LayerNorm of this sub-layer.
+        dropout: dropout on the sub-layer's output, before the addition.
+        norm_first: pre-LN (``x + dropout(sublayer(norm(x)))``) if True,
+            post-LN (``norm(x + dropout(sublayer(x)))``, the paper) if False.
+
+    Returns: ``(B, L, D)``. The Annotated Transformer's ``SublayerConnection``
+    as a function, so that the layers keep ``nn.TransformerEncoderLayer``'s
+    attribute names (``norm1``, ``dropout1``...).
+    """
+    if norm_first:
+        return x + dropout(sublayer(norm(x)))
+    return norm(x + dropout(sublayer(x)))
 
 
 class EncoderLayer(nn.Module):
@@ -67,31 +94,26 @@ class EncoderLayer(nn.Module):
         self.dropout1 = nn.Dropout(dropout)
         self.dropout2 = nn.Dropout(dropout)
 
-    def _sa(self, x: Tensor, mask: Tensor | None) -> Tensor:
-        return self.dropout1(self.self_attn(x, x, x, mask)[0])
-
-    def _ff(self, x: Tensor) -> Tensor:
-        return self.dropout2(self.ffn(x))
-
     def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
         """``(B, S, D)`` → ``(B, S, D)``. ``mask`` broadcastable to
         ``(B, H, S, S)``, typically :func:`~minitransformer.masks.padding_mask`."""
-        if self.norm_first:
-            x = x + self._sa(self.norm1(x), mask)
-            return x + self._ff(self.norm2(x))
-        x = self.norm1(x + self._sa(x, mask))
-        return self.norm2(x + self._ff(x))
+
+        def self_attention(h: Tensor) -> Tensor:
+            return self.self_attn(h, h, h, mask)[0]
+
+        x = residual(x, self_attention, self.norm1, self.dropout1, self.norm_first)
+        return residual(x, self.ffn, self.norm2, self.dropout2, self.norm_first)
 
 
 @dataclass
 class DecoderCache:
     """What one :class:`DecoderLayer` keeps between decoding steps."""
 
-    self_attn: KVCache  #: keys/values of the target positions so far (grows by one per step)
+    self_attn: KVCache  #: keys/values of the target positions so far (grows at every step)
     cross_attn: KVCache  #: keys/values of the memory (computed once per sentence)
 
     def index_select(self, index: Tensor) -> DecoderCache:
-        """Rows ``index`` of the batch."""
+        """A new cache of rows ``index`` of the batch."""
         return DecoderCache(self.self_attn.index_select(index), self.cross_attn.index_select(index))
 
 
@@ -119,39 +141,42 @@ class DecoderLayer(nn.Module):
         self.dropout2 = nn.Dropout(dropout)
         self.dropout3 = nn.Dropout(dropout)
 
-    def _sa(self, x: Tensor, mask: Tensor | None) -> Tensor:
-        return self.dropout1(self.self_attn(x, x, x, mask)[0])
-
-    def _ca(self, x: Tensor, memory: Tensor, mask: Tensor | None) -> Tensor:
-        return self.dropout2(self.cross_attn(x, memory, memory, mask)[0])
-
-    def _ff(self, x: Tensor) -> Tensor:
-        return self.dropout3(self.ffn(x))
-
     def forward(
         self,
         x: Tensor,
-        memory: Tensor,
+        memory: Tensor | None,
         tgt_mask: Tensor | None = None,
         memory_mask: Tensor | None = None,
+        cache: DecoderCache | None = None,
     ) -> Tensor:
         """Args:
-            x: target-side states ``(B, T, D)``.
-            memory: the encoder's output ``(B, S, D)``.
+            x: target-side states ``(B, T, D)``; with ``cache``, only the new
+                positions.
+            memory: the encoder's output ``(B, S, D)``; None with ``cache``
+                (its keys/values are in ``cache.cross_attn``).
             tgt_mask: broadcastable to ``(B, H, T, T)``, usually the causal mask
-                (and-ed with the target padding mask).
+                (and-ed with the target padding mask); with ``cache``, over the
+                cached and new positions (None: the new positions see every
+                earlier one).
             memory_mask: broadcastable to ``(B, H, T, S)``, usually the source
                 padding mask.
+            cache: from :meth:`start` (incremental decoding); the new positions'
+                self-attention keys/values are appended to it.
 
         Returns: ``(B, T, D)``.
         """
-        if self.norm_first:
-            x = x + self._sa(self.norm1(x), tgt_mask)
-            x = x + self._ca(self.norm2(x), memory, memory_mask)
-            return x + self._ff(self.norm3(x))
-        x = self.norm1(x + self._sa(x, tgt_mask))
-        x = self.norm2(x + self._ca(x, memory, memory_mask))
-        return self.norm3(x + self._ff(x))
+        self_cache = None if cache is None else cache.self_attn
+        cross_cache = None if cache is None else cache.cross_attn
+
+        def self_attention(h: Tensor) -> Tensor:
+            return self.self_attn(h, h, h, tgt_mask, cache=self_cache)[0]
+
+        def cross_attention(h: Tensor) -> Tensor:
+            return self.cross_attn(h, memory, memory, memory_mask, cache=cross_cache)[0]
+
+        x = residual(x, self_attention, self.norm1, self.dropout1, self.norm_first)
+        x = residual(x, cross_attention, self.norm2, self.dropout2, self.norm_first)
+        return residual(x, self.ffn, self.norm3, self.dropout3, self.norm_first)
 
     def start(self, memory: Tensor) -> DecoderCache:
         """Cache for decoding with ``memory`` ``(B, S, D)``: its cross-attention
@@ -159,32 +184,6 @@ class DecoderLayer(nn.Module):
         cross = self.cross_attn.project_kv(memory)  # (B, H, S, Dh)
         empty = cross.k[:, :, :0]  # (B, H, 0, Dh)
         return DecoderCache(KVCache(empty, empty), cross)
-
-    def step(
-        self, x: Tensor, cache: DecoderCache, memory_mask: Tensor | None = None
-    ) -> tuple[Tensor, DecoderCache]:
-        """One new target position ``x`` ``(B, 1, D)`` → ``(B, 1, D)`` and the
-        cache with its keys/values appended. It attends to every earlier
-        position (all cached, so no causal mask is needed) and to the memory
-        (``memory_mask`` broadcastable to ``(B, H, 1, S)``)."""
-        if self.norm_first:
-            sa, self_kv = self._sa_step(self.norm1(x), cache)
-            x = x + sa
-            x = x + self._ca_step(self.norm2(x), cache, memory_mask)
-            x = x + self._ff(self.norm3(x))
-        else:
-            sa, self_kv = self._sa_step(x, cache)
-            x = self.norm1(x + sa)
-            x = self.norm2(x + self._ca_step(x, cache, memory_mask))
-            x = self.norm3(x + self._ff(x))
-        return x, DecoderCache(self_kv, cache.cross_attn)
-
-    def _sa_step(self, h: Tensor, cache: DecoderCache) -> tuple[Tensor, KVCache]:
-        self_kv = cache.self_attn.append(self.self_attn.project_kv(h))  # (B, H, t + 1, Dh)
-        return self.dropout1(self.self_attn.attend_cached(h, self_kv)), self_kv
-
-    def _ca_step(self, h: Tensor, cache: DecoderCache, memory_mask: Tensor | None) -> Tensor:
-        return self.dropout2(self.cross_attn.attend_cached(h, cache.cross_attn, memory_mask))
 
 
 class Encoder(nn.Module):
@@ -236,26 +235,18 @@ class Decoder(nn.Module):
     def forward(
         self,
         x: Tensor,
-        memory: Tensor,
+        memory: Tensor | None,
         tgt_mask: Tensor | None = None,
         memory_mask: Tensor | None = None,
+        caches: list[DecoderCache] | None = None,
     ) -> Tensor:
-        """``(B, T, D)`` and memory ``(B, S, D)`` → ``(B, T, D)``."""
-        for layer in self.layers:
-            x = layer(x, memory, tgt_mask, memory_mask)
+        """``(B, T, D)`` and memory ``(B, S, D)`` → ``(B, T, D)``. With
+        ``caches`` (from :meth:`start`; incremental decoding), ``x`` holds only
+        the new positions and ``memory`` is None: see :meth:`DecoderLayer.forward`."""
+        for i, layer in enumerate(self.layers):
+            x = layer(x, memory, tgt_mask, memory_mask, None if caches is None else caches[i])
         return self.norm(x)
 
     def start(self, memory: Tensor) -> list[DecoderCache]:
         """One :class:`DecoderCache` per layer for decoding with ``memory`` ``(B, S, D)``."""
         return [layer.start(memory) for layer in self.layers]
-
-    def step(
-        self, x: Tensor, caches: list[DecoderCache], memory_mask: Tensor | None = None
-    ) -> tuple[Tensor, list[DecoderCache]]:
-        """One new target position ``(B, 1, D)`` through every layer →
-        ``(B, 1, D)`` and the updated caches (see :meth:`DecoderLayer.step`)."""
-        new_caches = []
-        for layer, cache in zip(self.layers, caches, strict=True):
-            x, cache = layer.step(x, cache, memory_mask)
-            new_caches.append(cache)
-        return self.norm(x), new_caches

@@ -21,9 +21,22 @@ from typing import Literal
 import torch
 from torch import Tensor, nn
 
+from .checks import (
+    check_dropout,
+    check_heads,
+    check_int_at_least,
+    check_positive_int,
+    check_token_range,
+    check_tokens,
+)
 from .layers import Decoder, DecoderCache, Encoder
 from .masks import causal_mask, padding_mask
-from .positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
+from .positional import (
+    LearnedPositionalEmbedding,
+    NoPositionalEncoding,
+    PositionalEncoding,
+    SinusoidalPositionalEncoding,
+)
 
 __all__ = ["TransformerConfig", "Transformer", "TransformerDecodingState"]
 
@@ -48,37 +61,25 @@ class TransformerConfig:
     positional: Literal["sinusoidal", "learned", "none"] = "sinusoidal"
 
     def __post_init__(self) -> None:
-        for name in (
-            "src_vocab_size", "tgt_vocab_size", "d_model", "num_heads", "d_ff", "max_len"
-        ):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"TransformerConfig: {name} must be a positive int, got {value!r}")
+        where = "TransformerConfig"
+        for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "num_heads", "d_ff", "max_len"):
+            check_positive_int(getattr(self, name), name, where)
         for name in ("num_encoder_layers", "num_decoder_layers"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(f"TransformerConfig: {name} must be an int >= 0, got {value!r}")
-        if self.d_model % self.num_heads != 0:
-            raise ValueError(
-                f"TransformerConfig: d_model ({self.d_model}) must be divisible by "
-                f"num_heads ({self.num_heads})"
-            )
-        if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"TransformerConfig: dropout must be in [0, 1), got {self.dropout}")
+            check_int_at_least(getattr(self, name), 0, name, where)
+        check_heads(self.d_model, self.num_heads, where)
+        check_dropout(self.dropout, where)
         if self.share_embeddings and self.src_vocab_size != self.tgt_vocab_size:
             raise ValueError(
-                "TransformerConfig: share_embeddings needs src_vocab_size == tgt_vocab_size, "
+                f"{where}: share_embeddings needs src_vocab_size == tgt_vocab_size, "
                 f"got {self.src_vocab_size} and {self.tgt_vocab_size}"
             )
         if self.positional not in ("sinusoidal", "learned", "none"):
             raise ValueError(
-                "TransformerConfig: positional must be 'sinusoidal', 'learned' or 'none', "
+                f"{where}: positional must be 'sinusoidal', 'learned' or 'none', "
                 f"got {self.positional!r}"
             )
         if not 0 <= self.pad_id < min(self.src_vocab_size, self.tgt_vocab_size):
-            raise ValueError(
-                f"TransformerConfig: pad_id {self.pad_id} is outside the vocabularies"
-            )
+            raise ValueError(f"{where}: pad_id {self.pad_id} is outside the vocabularies")
 
     def to_dict(self) -> dict:
         """Plain dict (for JSON and checkpoints); ``TransformerConfig(**d)`` rebuilds it."""
@@ -101,26 +102,44 @@ class TransformerDecodingState:
         )
 
 
-def _positions(config: TransformerConfig) -> nn.Module:
+def _positions(config: TransformerConfig) -> PositionalEncoding:
+    """The positional module that ``config.positional`` names."""
     if config.positional == "sinusoidal":
         return SinusoidalPositionalEncoding(config.d_model, config.max_len, config.dropout)
     if config.positional == "learned":
         return LearnedPositionalEmbedding(config.max_len, config.d_model, config.dropout)
-    return nn.Dropout(config.dropout)
+    return NoPositionalEncoding(config.dropout)
 
 
 class Transformer(nn.Module):
     """Encoder-decoder Transformer for sequence-to-sequence tasks.
 
     Submodules: ``src_embed``, ``tgt_embed`` (``nn.Embedding``; the same
-    object when ``share_embeddings``), ``src_pos``, ``tgt_pos`` (positional
-    encodings), ``encoder``, ``decoder`` and ``generator`` (``nn.Linear``
-    ``D → V``, whose weight is ``tgt_embed.weight`` when ``tie_output``).
-    Embeddings are multiplied by √D before positions are added, as in the
-    paper. Matrices are initialised Xavier-uniform, as in ``nn.Transformer``.
+    object when ``share_embeddings``), ``src_pos``, ``tgt_pos``
+    (:class:`~minitransformer.positional.PositionalEncoding`), ``encoder``,
+    ``decoder`` and ``generator`` (``nn.Linear`` ``D → V``, whose weight is
+    ``tgt_embed.weight`` when ``tie_output``). Embeddings are multiplied by
+    √D before positions are added, as in the paper.
+
+    Initialisation, by module type (not by parameter name): the weight of
+    every ``nn.Linear`` and ``nn.Embedding`` is Xavier-uniform, as
+    ``nn.Transformer`` initialises its matrices; biases keep ``nn.Linear``'s
+    own initialisation and LayerNorms start at weight 1, bias 0; positional
+    modules keep what their own ``reset_parameters`` set (sinusoidal codes,
+    or N(0, 1/2) for learned positions), the ``nn.Embedding`` inside
+    ``LearnedPositionalEmbedding`` included; the embedding rows of
+    ``pad_id`` are zero.
 
     Differences from ``nn.Transformer``: it embeds token ids and builds the
-    padding and causal masks itself; batch-first only.
+    padding and causal masks itself; batch-first only; bool masks mean True =
+    may attend. Final LayerNorms: ``nn.Transformer`` always ends its encoder
+    and its decoder with one (``encoder.norm``, ``decoder.norm``), post-LN
+    included; here they exist only with ``norm_first=True`` (pre-LN, whose
+    last residual sum is not normalised otherwise). A post-LN model here
+    equals an ``nn.Transformer`` whose two final norms are removed
+    (``encoder.norm = decoder.norm = None``); a pre-LN model equals it as it
+    is (``tests/test_model.py`` checks both, weights copied with
+    :func:`~minitransformer.instruments.interop.load_torch_transformer`).
     """
 
     def __init__(self, config: TransformerConfig):
@@ -141,43 +160,26 @@ class Transformer(nn.Module):
         self.encoder = Encoder(c.num_encoder_layers, *layer_args)
         self.decoder = Decoder(c.num_decoder_layers, *layer_args)
         self.generator = nn.Linear(c.d_model, c.tgt_vocab_size)
-        self._reset_parameters()
+        self._init_weights()
         if c.tie_output:
             self.generator.weight = self.tgt_embed.weight
 
-    def _reset_parameters(self) -> None:
-        for name, p in self.named_parameters():
-            if p.dim() > 1 and "pos" not in name:
-                nn.init.xavier_uniform_(p)
-        with torch.no_grad():
-            self.src_embed.weight[self.config.pad_id].zero_()
-            self.tgt_embed.weight[self.config.pad_id].zero_()
+    @torch.no_grad()
+    def _init_weights(self) -> None:
+        """Initialise by module type (see the class docstring), once, at construction."""
+        positional = [m for m in self.modules() if isinstance(m, PositionalEncoding)]
+        self_initialised = {sub for p in positional for sub in p.modules()}
+        for module in self.modules():
+            if isinstance(module, (nn.Linear, nn.Embedding)) and module not in self_initialised:
+                nn.init.xavier_uniform_(module.weight)
+        self.src_embed.weight[self.config.pad_id].zero_()
+        self.tgt_embed.weight[self.config.pad_id].zero_()
 
     def _check_tokens(self, tokens: Tensor, name: str, vocab_size: int) -> None:
-        where = type(self).__name__
-        if not isinstance(tokens, Tensor):
-            raise TypeError(
-                f"{where}: {name} must be a tensor of token ids, got {type(tokens).__name__}"
-            )
-        if tokens.dtype.is_floating_point or tokens.dtype.is_complex or tokens.dtype == torch.bool:
-            raise TypeError(
-                f"{where}: {name} must hold integer token ids (torch.long), "
-                f"got dtype {tokens.dtype}"
-            )
-        if tokens.dim() != 2:
-            raise ValueError(
-                f"{where}: {name} must have shape (batch, len), got {tuple(tokens.shape)}"
-            )
-        if tokens.shape[1] > self.config.max_len:
-            raise ValueError(
-                f"{where}: {name} has length {tokens.shape[1]}, longer than "
-                f"max_len={self.config.max_len} of the config"
-            )
-        if tokens.numel() and (tokens.min() < 0 or tokens.max() >= vocab_size):
-            raise ValueError(
-                f"{where}: {name} has ids in [{int(tokens.min())}, {int(tokens.max())}], "
-                f"outside the vocabulary [0, {vocab_size})"
-            )
+        """Type, dtype, shape and length of ``tokens`` (metadata only), and their
+        ids in eager mode on the CPU (:func:`~minitransformer.checks.check_token_range`)."""
+        check_tokens(tokens, name, type(self).__name__, self.config.max_len)
+        check_token_range(tokens, vocab_size, name, type(self).__name__)
 
     def src_mask(self, src: Tensor) -> Tensor:
         """``(B, 1, 1, S)`` bool padding mask of the source (True = real token)."""
@@ -210,8 +212,23 @@ class Transformer(nn.Module):
                 None lets every source position be attended to.
         """
         self._check_tokens(tgt, "tgt", self.config.tgt_vocab_size)
-        y = self.tgt_pos(self.tgt_embed(tgt) * math.sqrt(self.config.d_model))  # (B, T, D)
-        h = self.decoder(y, memory, self.tgt_mask(tgt), memory_mask)  # (B, T, D)
+        return self._decode(tgt, memory, self.tgt_mask(tgt), memory_mask)
+
+    def _decode(
+        self,
+        tgt: Tensor,
+        memory: Tensor | None,
+        tgt_mask: Tensor | None,
+        memory_mask: Tensor | None,
+        caches: list[DecoderCache] | None = None,
+        start: int = 0,
+    ) -> Tensor:
+        """The decoder side for target positions ``start .. start + T - 1``
+        ``(B, T)`` → logits ``(B, T, V)``: a whole prefix (``start=0``) or,
+        with ``caches``, the new positions of incremental decoding."""
+        y = self.tgt_embed(tgt) * math.sqrt(self.config.d_model)  # (B, T, D)
+        y = self.tgt_pos(y, start)
+        h = self.decoder(y, memory, tgt_mask, memory_mask, caches)  # (B, T, D)
         return self.generator(h)  # (B, T, V)
 
     # Incremental decoding (the hooks of minitransformer.seq2seq.IncrementalDecoder)
@@ -231,37 +248,28 @@ class Transformer(nn.Module):
 
         Returns the logits ``(N, V)`` for the next token, equal (up to
         rounding) to the last position of :meth:`decode` on the whole prefix,
-        and the state with this position's keys/values appended.
+        and the state with this position's keys/values appended (the caches
+        of ``state`` are updated in place and shared by the returned state).
         """
-        if tokens.dim() != 1:
+        where = f"{type(self).__name__}.decode_next"
+        if not isinstance(tokens, Tensor) or tokens.dim() != 1:
             raise ValueError(
-                f"Transformer.decode_next: tokens must have shape (N,), got {tuple(tokens.shape)}"
+                f"{where}: tokens must have shape (N,), got {tuple(getattr(tokens, 'shape', ()))}"
             )
         t = state.step
         if t >= self.config.max_len:
-            raise ValueError(
-                f"Transformer.decode_next: position {t} is beyond max_len={self.config.max_len}"
-            )
-        y = self.tgt_embed(tokens[:, None]) * math.sqrt(self.config.d_model)  # (N, 1, D)
-        y = self._add_position(y, t)
-        h, caches = self.decoder.step(y, state.caches, state.memory_mask)  # (N, 1, D)
-        new_state = TransformerDecodingState(caches, state.memory_mask, t + 1)
-        return self.generator(h[:, 0]), new_state  # (N, V)
+            raise ValueError(f"{where}: position {t} is beyond max_len={self.config.max_len}")
+        check_tokens(tokens[:, None], "tokens", where)  # ids from a search: no range check
+        logits = self._decode(
+            tokens[:, None], None, None, state.memory_mask, state.caches, start=t
+        )  # (N, 1, V): the new position sees every cached one, so no causal mask
+        return logits[:, 0], TransformerDecodingState(state.caches, state.memory_mask, t + 1)
 
     def reorder_state(
         self, state: TransformerDecodingState, index: Tensor
     ) -> TransformerDecodingState:
         """Rows ``index`` ``(N',)`` of the state (beam search)."""
         return state.index_select(index)
-
-    def _add_position(self, y: Tensor, t: int) -> Tensor:
-        """What ``tgt_pos`` does to position ``t`` of a sequence, for ``y`` ``(N, 1, D)``."""
-        pos = self.tgt_pos
-        if isinstance(pos, SinusoidalPositionalEncoding):
-            y = y + pos.pe[t]
-        elif isinstance(pos, LearnedPositionalEmbedding):
-            y = y + pos.embedding.weight[t]
-        return pos.dropout(y) if hasattr(pos, "dropout") else pos(y)
 
     def forward(self, src: Tensor, tgt: Tensor) -> Tensor:
         """Teacher-forced logits.
@@ -275,9 +283,11 @@ class Transformer(nn.Module):
             from source and ``tgt[:, : t + 1]`` only.
         """
         self._check_tokens(src, "src", self.config.src_vocab_size)
-        if src.shape[0] != getattr(tgt, "shape", (src.shape[0],))[0]:
+        self._check_tokens(tgt, "tgt", self.config.tgt_vocab_size)
+        if src.shape[0] != tgt.shape[0]:
             raise ValueError(
                 f"Transformer: src and tgt batch sizes differ: {src.shape[0]} and {tgt.shape[0]}"
             )
-        src_mask = self.src_mask(src)
-        return self.decode(tgt, self.encode(src, src_mask), src_mask)
+        src_mask = self.src_mask(src)  # (B, 1, 1, S)
+        memory = self.encode(src, src_mask)  # (B, S, D)
+        return self._decode(tgt, memory, self.tgt_mask(tgt), src_mask)  # (B, T, V)

@@ -5,7 +5,12 @@ Vaswani et al. (2017), section 3.5: the sinusoidal encoding
     PE[pos, 2i]   = sin(pos / 10000^(2i / d_model))
     PE[pos, 2i+1] = cos(pos / 10000^(2i / d_model))
 
-and learned absolute position embeddings (as in BERT and GPT-2).
+and learned absolute position embeddings (as in BERT and GPT-2), plus
+:class:`NoPositionalEncoding` (dropout only) for a model without positions.
+All three are :class:`PositionalEncoding`: ``forward(x, start=0)`` adds the
+codes of positions ``start, start + 1, ...``, so incremental decoding feeds
+position ``t`` alone with ``start=t`` (the offset of LLMs-from-scratch's
+cached GPT) through the same call as a whole sequence.
 
 Shape letters: ``B`` batch, ``L`` length, ``D`` model width.
 """
@@ -17,7 +22,15 @@ import math
 import torch
 from torch import Tensor, nn
 
-__all__ = ["sinusoidal_table", "SinusoidalPositionalEncoding", "LearnedPositionalEmbedding"]
+from .checks import check_positions
+
+__all__ = [
+    "sinusoidal_table",
+    "PositionalEncoding",
+    "SinusoidalPositionalEncoding",
+    "LearnedPositionalEmbedding",
+    "NoPositionalEncoding",
+]
 
 
 def sinusoidal_table(max_len: int, d_model: int) -> Tensor:
@@ -35,20 +48,21 @@ def sinusoidal_table(max_len: int, d_model: int) -> Tensor:
     return pe.float()
 
 
-def _check_length(x: Tensor, max_len: int, d_model: int, where: str) -> None:
-    if x.dim() != 3 or x.shape[-1] != d_model:
-        raise ValueError(
-            f"{where}: expected input of shape (batch, len, d_model={d_model}), "
-            f"got {tuple(x.shape)}"
-        )
-    if x.shape[1] > max_len:
-        raise ValueError(
-            f"{where}: sequence length {x.shape[1]} is longer than max_len={max_len}; "
-            f"build the module with a larger max_len"
-        )
+class PositionalEncoding(nn.Module):
+    """What every positional module of the package does: ``forward(x, start=0)``
+    adds the code of positions ``start .. start + L - 1`` to ``x`` ``(B, L, D)``
+    and applies dropout; ``reset_parameters`` (called by ``__init__``) sets
+    its initial values. The model calls every kind the same way, with
+    ``start`` > 0 when decoding one position at a time."""
+
+    def forward(self, x: Tensor, start: int = 0) -> Tensor:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def reset_parameters(self) -> None:
+        """Set the module's initial values (nothing to set by default)."""
 
 
-class SinusoidalPositionalEncoding(nn.Module):
+class SinusoidalPositionalEncoding(PositionalEncoding):
     """Add the fixed sinusoidal code of each position, then apply dropout.
 
     Args:
@@ -67,15 +81,21 @@ class SinusoidalPositionalEncoding(nn.Module):
         self.d_model = d_model
         self.max_len = max_len
         self.dropout = nn.Dropout(dropout)
-        self.register_buffer("pe", sinusoidal_table(max_len, d_model))
+        self.register_buffer("pe", torch.empty(max_len, d_model))
+        self.reset_parameters()
 
-    def forward(self, x: Tensor) -> Tensor:
-        """``(B, L, D)`` → ``(B, L, D)``: ``x + pe[:L]``, then dropout."""
-        _check_length(x, self.max_len, self.d_model, type(self).__name__)
-        return self.dropout(x + self.pe[: x.shape[1]])
+    def reset_parameters(self) -> None:
+        """Fill ``pe`` with :func:`sinusoidal_table`."""
+        with torch.no_grad():
+            self.pe.copy_(sinusoidal_table(self.max_len, self.d_model))
+
+    def forward(self, x: Tensor, start: int = 0) -> Tensor:
+        """``(B, L, D)`` → ``(B, L, D)``: ``x + pe[start : start + L]``, then dropout."""
+        check_positions(x, start, self.max_len, self.d_model, type(self).__name__)
+        return self.dropout(x + self.pe[start : start + x.shape[1]])
 
 
-class LearnedPositionalEmbedding(nn.Module):
+class LearnedPositionalEmbedding(PositionalEncoding):
     """Add a trained vector for each position, then apply dropout.
 
     Args:
@@ -85,7 +105,8 @@ class LearnedPositionalEmbedding(nn.Module):
         dropout: dropout on the sum.
 
     The table is ``self.embedding.weight``, ``(max_len, D)``, initialised with
-    N(0, 1/2): the same root-mean-square size (1/√2) as the sinusoidal codes.
+    N(0, 1/2) (:meth:`reset_parameters`): the same root-mean-square size
+    (1/√2) as the sinusoidal codes.
     """
 
     def __init__(self, max_len: int, d_model: int, dropout: float = 0.0):
@@ -93,10 +114,34 @@ class LearnedPositionalEmbedding(nn.Module):
         self.d_model = d_model
         self.max_len = max_len
         self.embedding = nn.Embedding(max_len, d_model)
+        self.dropout = nn.Dropout(dropout)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Draw the table from N(0, 1/2)."""
         nn.init.normal_(self.embedding.weight, std=1 / math.sqrt(2))
+
+    def forward(self, x: Tensor, start: int = 0) -> Tensor:
+        """``(B, L, D)`` → ``(B, L, D)``: ``x + embedding[start .. start + L - 1]``,
+        then dropout."""
+        check_positions(x, start, self.max_len, self.d_model, type(self).__name__)
+        return self.dropout(x + self.embedding.weight[start : start + x.shape[1]])
+
+
+class NoPositionalEncoding(PositionalEncoding):
+    """No position information: only the dropout the other kinds apply.
+
+    Args:
+        dropout: dropout on ``x``.
+
+    Without positions (and without relative attention), an encoder is
+    permutation-equivariant: it cannot tell word orders apart.
+    """
+
+    def __init__(self, dropout: float = 0.0):
+        super().__init__()
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, x: Tensor) -> Tensor:
-        """``(B, L, D)`` → ``(B, L, D)``: ``x + embedding[0..L-1]``, then dropout."""
-        _check_length(x, self.max_len, self.d_model, type(self).__name__)
-        return self.dropout(x + self.embedding.weight[: x.shape[1]])
+    def forward(self, x: Tensor, start: int = 0) -> Tensor:
+        """``(B, L, D)`` → ``(B, L, D)``: ``dropout(x)``; ``start`` is ignored."""
+        return self.dropout(x)

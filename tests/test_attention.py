@@ -136,10 +136,61 @@ def test_one_query_against_a_cache_equals_the_readable_path(kind):
         mask = mask + torch.randn(4, 1, 1, 9).masked_fill(~keep, 0.0)
     expected, _ = mha(query, memory, memory, mask, need_weights=True)
     with torch.no_grad():
-        cached = mha.attend_cached(query, mha.project_kv(memory), mask)
+        cached, _ = mha(query, None, None, mask, cache=mha.project_kv(memory))
     torch.testing.assert_close(cached, expected, rtol=1e-5, atol=1e-5)
     assert not cached.isnan().any()
     torch.testing.assert_close(cached[3], mha.w_o.bias.expand(1, 32))  # zeros through w_o
+
+
+def test_self_attention_one_position_at_a_time_with_a_cache_equals_causal_full_pass():
+    # the decoder's incremental path: each call appends its keys/values to the cache
+    torch.manual_seed(0)
+    mha = mt.MultiHeadAttention(16, 4).eval()
+    x = torch.randn(3, 6, 16)
+    full, _ = mha(x, x, x, mt.causal_mask(6))
+    cache = mt.KVCache(torch.zeros(3, 4, 0, 4), torch.zeros(3, 4, 0, 4))
+    with torch.no_grad():
+        steps = [mha(x[:, t : t + 1], x[:, t : t + 1], x[:, t : t + 1], cache=cache)[0]
+                 for t in range(6)]
+    torch.testing.assert_close(torch.cat(steps, dim=1), full, rtol=1e-5, atol=1e-5)
+    assert cache.k.shape == (3, 4, 6, 4)
+    # two new positions at once: the mask spans the cached and the new keys
+    cache = mt.KVCache(torch.zeros(3, 4, 0, 4), torch.zeros(3, 4, 0, 4))
+    with torch.no_grad():
+        first, _ = mha(x[:, :4], x[:, :4], x[:, :4], mt.causal_mask(4), cache=cache)
+        last, _ = mha(x[:, 4:], x[:, 4:], x[:, 4:], mt.causal_mask(6)[4:], cache=cache)
+    torch.testing.assert_close(torch.cat([first, last], 1), full, rtol=1e-5, atol=1e-5)
+
+
+def test_fused_kernel_gives_zeros_for_fully_masked_rows():
+    # MultiHeadAttention passes masks to F.scaled_dot_product_attention without
+    # looking at their values; that relies on PyTorch's kernel giving zeros (not
+    # NaN) for a query whose keys are all blocked, in value and in gradient.
+    q = torch.randn(2, 2, 3, 4, requires_grad=True)
+    k, v = torch.randn(2, 2, 5, 4), torch.randn(2, 2, 5, 4)
+    keep = torch.ones(2, 1, 3, 5, dtype=torch.bool)
+    keep[1, :, 2] = False
+    for mask in (keep, mt.to_additive_mask(keep)):
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        assert torch.equal(out[1, :, 2], torch.zeros(2, 4))
+        (grad,) = torch.autograd.grad(out.sum(), q)
+        assert not grad.isnan().any() and torch.equal(grad[1, :, 2], torch.zeros(2, 4))
+
+
+@pytest.mark.parametrize("kind", ["bool", "float"])
+def test_masked_softmax_is_softmax_over_allowed_keys_and_zero_for_dead_rows(kind):
+    scores = torch.randn(3, 4, 6, requires_grad=True)
+    keep = torch.rand(3, 4, 6) > 0.4
+    keep[..., 0] = True
+    keep[1, 2] = False  # a row with no key allowed
+    mask = keep if kind == "bool" else mt.to_additive_mask(keep)
+    w = mt.masked_softmax(scores, mask)
+    expected = torch.where(keep, scores.exp(), 0.0)
+    expected = expected / expected.sum(-1, keepdim=True).clamp_min(1e-30)
+    torch.testing.assert_close(w, expected)
+    assert torch.equal(w[1, 2], torch.zeros(6))
+    (grad,) = torch.autograd.grad((w * torch.randn(3, 4, 6)).sum(), scores)
+    assert not grad.isnan().any() and torch.equal(grad[1, 2], torch.zeros(6))
 
 
 def test_mha_three_d_mask_applies_to_every_head():
@@ -200,3 +251,8 @@ def test_mha_errors():
         mha(x, x, x, torch.ones(4, 4, dtype=torch.bool))
     with pytest.raises(TypeError, match="bool"):
         mha(x, x, x, torch.ones(3, 3, dtype=torch.int32))
+    with pytest.raises(ValueError, match="only with a cache"):
+        mha(x, None, None)
+    cache = mha.project_kv(torch.randn(2, 5, 8))
+    with pytest.raises(ValueError, match="does not broadcast"):
+        mha(x, None, None, torch.ones(2, 1, 3, 4, dtype=torch.bool), cache=cache)

@@ -102,6 +102,38 @@ def test_positional_modules_add_and_check_length():
     assert "pe" in sin.state_dict() and not list(sin.parameters())
 
 
+@pytest.mark.parametrize("kind", ["sinusoidal", "learned", "none"])
+def test_positional_modules_with_an_offset_equal_a_slice_of_the_whole(kind):
+    # incremental decoding feeds position t alone with start=t
+    module = {
+        "sinusoidal": mt.SinusoidalPositionalEncoding(8, max_len=10),
+        "learned": mt.LearnedPositionalEmbedding(10, 8),
+        "none": mt.NoPositionalEncoding(),
+    }[kind]
+    assert isinstance(module, mt.PositionalEncoding)
+    x = torch.randn(2, 10, 8)
+    whole = module(x)
+    for t in (0, 3, 9):
+        torch.testing.assert_close(module(x[:, t : t + 1], start=t), whole[:, t : t + 1])
+    torch.testing.assert_close(module(x[:, 4:7], start=4), whole[:, 4:7])
+    if kind == "none":
+        torch.testing.assert_close(whole, x)
+    else:
+        with pytest.raises(ValueError, match="go beyond max_len=10"):
+            module(x[:, :2], start=9)
+
+
+def test_positional_modules_initialise_themselves():
+    sin = mt.SinusoidalPositionalEncoding(6, max_len=20)
+    sin.pe.zero_()
+    sin.reset_parameters()
+    torch.testing.assert_close(sin.pe, mt.sinusoidal_table(20, 6))
+    torch.manual_seed(0)
+    learned = mt.LearnedPositionalEmbedding(4000, 16)
+    std = learned.embedding.weight.std().item()
+    assert abs(std - 2**-0.5) < 0.01  # N(0, 1/2): the sinusoidal codes' RMS size
+
+
 def _torch_encoder_layer(d, h, f, norm_first):
     return nn.TransformerEncoderLayer(d, h, f, dropout=0.0, batch_first=True, norm_first=norm_first)
 

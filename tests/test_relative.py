@@ -149,7 +149,27 @@ def test_use_relative_positions_swaps_self_attention_only():
         use_relative_positions(torch.nn.Linear(2, 2))
 
 
-def test_cached_decoding_is_refused_not_silently_wrong():
-    attn = RelativeMultiHeadAttention(8, 2, 2)
-    with pytest.raises(NotImplementedError, match="use_cache=False"):
-        attn.attend_cached(torch.randn(1, 1, 8), None)
+@pytest.mark.parametrize("values", [True, False])
+def test_cached_decoding_equals_full_decoding(values):
+    # a cached step's query sits after the cached keys (offset Lk - Lq)
+    cfg = mt.TransformerConfig(12, 12, d_model=16, num_heads=2, num_encoder_layers=1,
+                               num_decoder_layers=2, d_ff=32, dropout=0.0, positional="none")
+    torch.manual_seed(0)
+    model = use_relative_positions(mt.Transformer(cfg), max_distance=2, values=values).eval()
+    src = torch.randint(4, 12, (3, 5))
+    src[1, 3:] = 0
+    tgt = torch.randint(4, 12, (3, 7))
+    tgt[:, 0] = 1
+    with torch.no_grad():
+        mask = model.src_mask(src)
+        memory = model.encode(src, mask)
+        full = model.decode(tgt, memory, mask)  # (B, T, V)
+        state = model.start_decoding(memory, mask)
+        for t in range(tgt.shape[1]):
+            logits, state = model.decode_next(tgt[:, t], state)
+            torch.testing.assert_close(logits, full[:, t], atol=1e-5, rtol=1e-5)
+
+
+def test_index_with_offset_places_queries_after_the_cached_keys():
+    idx = relative_position_index(2, 5, 4, offset=3)
+    assert idx.tolist() == [[1, 2, 3, 4, 5], [0, 1, 2, 3, 4]]  # query 0 at position 3

@@ -8,12 +8,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from minitransformer.attention import masked_softmax
 from minitransformer.masks import padding_mask
 from minitransformer.rnn.attention_scorers import (
     AdditiveAttention,
     DotProductAttention,
     GeneralAttention,
-    masked_softmax,
 )
 
 

@@ -14,8 +14,9 @@ with them; the scoring function is the only part that differs between:
 
 Each class returns ``(output, weights)`` as
 :func:`minitransformer.attention.scaled_dot_product_attention` does, with the
-same mask convention: bool, **True = may attend**; a query whose keys are all
-masked gets zero weights and a zero output, never NaN.
+same mask convention (bool, **True = may attend**) and the same masking
+kernel, :func:`minitransformer.attention.masked_softmax`: a query whose keys
+are all masked gets zero weights and a zero output, never NaN.
 
 Shape letters: ``B`` batch, ``Lq``/``Lk`` query/key lengths, ``Dq``/``Dk``/``Dv``
 query/key/value widths, ``A`` hidden width of the additive scorer.
@@ -28,8 +29,10 @@ import math
 import torch
 from torch import Tensor, nn
 
+from ..attention import masked_softmax
+from ..checks import check_query_keys_values
+
 __all__ = [
-    "masked_softmax",
     "AdditiveAttention",
     "DotProductAttention",
     "GeneralAttention",
@@ -50,46 +53,6 @@ def _normalise_mask(mask: Tensor, target: tuple[int, int, int], where: str) -> T
             f"{where}: mask of shape {tuple(mask.shape)} does not broadcast to the "
             f"scores' shape {target} (B, Lq, Lk)"
         ) from None
-
-
-def masked_softmax(scores: Tensor, mask: Tensor | None = None) -> Tensor:
-    """Softmax over the last axis that gives blocked keys exactly zero weight.
-
-    Args:
-        scores: ``(..., Lk)`` float.
-        mask: optional bool broadcastable to ``scores``, True = may attend.
-
-    Returns:
-        weights of the shape of ``scores``; rows sum to 1, except rows in
-        which every key is blocked, which are all zero (no NaN).
-    """
-    if mask is None:
-        return scores.softmax(dim=-1)
-    mask = mask.expand(scores.shape)
-    scores = scores.masked_fill(~mask, float("-inf"))
-    dead = ~mask.any(dim=-1, keepdim=True)  # rows with nothing to attend to
-    weights = scores.masked_fill(dead, 0.0).softmax(dim=-1)
-    return weights.masked_fill(dead, 0.0)
-
-
-def _check_inputs(where: str, query: Tensor, keys: Tensor, values: Tensor) -> None:
-    for name, t in (("query", query), ("keys", keys), ("values", values)):
-        if not isinstance(t, Tensor):
-            raise TypeError(f"{where}: {name} must be a tensor, got {type(t).__name__}")
-        if t.dim() != 3:
-            raise ValueError(
-                f"{where}: {name} must have shape (batch, len, dim), got {tuple(t.shape)}"
-            )
-    if keys.shape[:2] != values.shape[:2]:
-        raise ValueError(
-            f"{where}: keys and values must have the same batch and length, got keys "
-            f"{tuple(keys.shape)} and values {tuple(values.shape)}"
-        )
-    if query.shape[0] != keys.shape[0]:
-        raise ValueError(
-            f"{where}: query and keys must have the same batch size, got "
-            f"{query.shape[0]} and {keys.shape[0]}"
-        )
 
 
 class _Scorer(nn.Module):
@@ -114,7 +77,7 @@ class _Scorer(nn.Module):
             ``(output, weights)``: ``(B, Lq, Dv)`` and ``(B, Lq, Lk)``.
         """
         where = type(self).__name__
-        _check_inputs(where, query, keys, values)
+        check_query_keys_values(query, keys, values, where)
         scores = self.score(query, keys)  # (B, Lq, Lk)
         if mask is not None:
             mask = _normalise_mask(mask, tuple(scores.shape), where)

@@ -41,6 +41,8 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from ..attention import masked_softmax
+from ..checks import check_token_range, check_tokens
 from ..masks import padding_mask
 from ..seq2seq import reorder_tensors
 from .attention_scorers import AdditiveAttention
@@ -154,24 +156,8 @@ class _RNNSeq2Seq(nn.Module):
 
     # -- checks -----------------------------------------------------------------
     def _check_tokens(self, tokens: Tensor, name: str, vocab_size: int) -> None:
-        where = type(self).__name__
-        if not isinstance(tokens, Tensor):
-            raise TypeError(
-                f"{where}: {name} must be a tensor of token ids, got {type(tokens).__name__}"
-            )
-        if tokens.dtype.is_floating_point or tokens.dtype.is_complex or tokens.dtype == torch.bool:
-            raise TypeError(
-                f"{where}: {name} must hold integer token ids (torch.long), got {tokens.dtype}"
-            )
-        if tokens.dim() != 2:
-            raise ValueError(
-                f"{where}: {name} must have shape (batch, len), got {tuple(tokens.shape)}"
-            )
-        if tokens.numel() and (tokens.min() < 0 or tokens.max() >= vocab_size):
-            raise ValueError(
-                f"{where}: {name} has ids in [{int(tokens.min())}, {int(tokens.max())}], "
-                f"outside the vocabulary [0, {vocab_size})"
-            )
+        check_tokens(tokens, name, type(self).__name__)
+        check_token_range(tokens, vocab_size, name, type(self).__name__)
 
     # -- the seq2seq interface --------------------------------------------------
     def src_mask(self, src: Tensor) -> Tensor:
@@ -329,8 +315,7 @@ class AttentionSeq2Seq(_RNNSeq2Seq):
         """Embedded tokens ``(B, M)`` → logits ``(B, V)``, hidden ``(B, H)``, weights ``(B, S)``."""
         h = state["hidden"]
         scores = self.attention.score_projected(h[:, None], state["keys"])  # (B, 1, S)
-        scores = scores.masked_fill(~state["mask"][:, None], float("-inf"))
-        weights = scores.softmax(dim=-1)  # (B, 1, S)
+        weights = masked_softmax(scores, state["mask"][:, None])  # (B, 1, S)
         context = (weights @ state["memory"])[:, 0]  # (B, E)
         h = self.cell(torch.cat([y, context], dim=-1), h)  # (B, H)
         logits = self.generator(self.dropout(torch.cat([h, y, context], dim=-1)))

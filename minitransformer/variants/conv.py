@@ -25,8 +25,10 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from ..checks import check_int_at_least, check_sequence
 from ..feedforward import PositionwiseFeedForward
 from ..layernorm import LayerNorm
+from ..layers import residual
 
 __all__ = ["ConvEncoderLayer", "ConvEncoder"]
 
@@ -83,8 +85,7 @@ class ConvEncoderLayer(nn.Module):
                 f"ConvEncoderLayer: kernel_size must be odd and >= 1 (centred window), "
                 f"got {kernel_size}"
             )
-        if dilation < 1:
-            raise ValueError(f"ConvEncoderLayer: dilation must be >= 1, got {dilation}")
+        check_int_at_least(dilation, 1, "dilation", "ConvEncoderLayer")
         self.d_model = d_model
         self.kernel_size = kernel_size
         self.dilation = dilation
@@ -99,13 +100,10 @@ class ConvEncoderLayer(nn.Module):
         self.dropout2 = nn.Dropout(dropout)
 
     def _mix(self, x: Tensor, keep: Tensor | None) -> Tensor:
+        """The sequence-mixing sub-layer: ``(B, S, D)`` → ``(B, S, D)``."""
         if keep is not None:
             x = x * keep  # padded positions contribute zeros, as beyond the ends
-        y = self.conv(x.transpose(1, 2))  # (B, D, S): Conv1d wants channels first
-        return self.dropout1(y.transpose(1, 2))  # (B, S, D)
-
-    def _ff(self, x: Tensor) -> Tensor:
-        return self.dropout2(self.ffn(x))
+        return self.conv(x.transpose(1, 2)).transpose(1, 2)  # Conv1d wants (B, D, S)
 
     def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
         """``(B, S, D)`` → ``(B, S, D)``.
@@ -116,17 +114,11 @@ class ConvEncoderLayer(nn.Module):
         is the same as without the padding; outputs at padded positions are
         meaningless.
         """
-        if not isinstance(x, Tensor) or x.dim() != 3 or x.shape[-1] != self.d_model:
-            raise ValueError(
-                f"ConvEncoderLayer: expected input of shape (batch, len, d_model={self.d_model}), "
-                f"got {tuple(getattr(x, 'shape', ()))}"
-            )
-        keep = _keep_mask(mask, x, type(self).__name__)
-        if self.norm_first:
-            x = x + self._mix(self.norm1(x), keep)
-            return x + self._ff(self.norm2(x))
-        x = self.norm1(x + self._mix(x, keep))
-        return self.norm2(x + self._ff(x))
+        where = type(self).__name__
+        check_sequence(x, self.d_model, where)
+        keep = _keep_mask(mask, x, where)  # (B, S, 1) or None
+        x = residual(x, lambda h: self._mix(h, keep), self.norm1, self.dropout1, self.norm_first)
+        return residual(x, self.ffn, self.norm2, self.dropout2, self.norm_first)
 
 
 class ConvEncoder(nn.Module):
@@ -159,8 +151,7 @@ class ConvEncoder(nn.Module):
         dilation_base: int = 1,
     ):
         super().__init__()
-        if dilation_base < 1:
-            raise ValueError(f"ConvEncoder: dilation_base must be >= 1, got {dilation_base}")
+        check_int_at_least(dilation_base, 1, "dilation_base", "ConvEncoder")
         self.layers = nn.ModuleList(
             ConvEncoderLayer(d_model, kernel_size, d_ff, dropout, norm_first, dilation_base**i)
             for i in range(num_layers)

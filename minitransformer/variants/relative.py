@@ -17,9 +17,9 @@ permutation-equivariant) with no absolute position anywhere.
 
 :func:`use_relative_positions` swaps the self-attentions of a
 :class:`~minitransformer.model.Transformer` for this one, so the model can be
-built with ``positional="none"``. It supports full (non-incremental) forward
-passes: query ``i`` and key ``j`` are taken to sit at positions ``i`` and
-``j`` of the same sequence.
+built with ``positional="none"``; cached (incremental) decoding works as
+with the plain attention, the new query's position being the number of
+cached keys.
 
 Shape letters: ``B`` batch, ``H`` heads, ``Lq``/``Lk`` query/key lengths,
 ``D`` model width, ``Dh`` head width, ``K`` clipping distance.
@@ -30,29 +30,29 @@ from __future__ import annotations
 import math
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..attention import MultiHeadAttention, _check_mask, _fully_masked_rows, _unblock_rows
+from ..attention import MultiHeadAttention
+from ..checks import check_positive_int
 
 __all__ = ["relative_position_index", "RelativeMultiHeadAttention", "use_relative_positions"]
 
 
 def relative_position_index(
-    query_len: int, key_len: int, max_distance: int, device: torch.device | str | None = None
+    query_len: int,
+    key_len: int,
+    max_distance: int,
+    device: torch.device | str | None = None,
+    offset: int = 0,
 ) -> Tensor:
-    """``(Lq, Lk)`` int64: ``clip(j - i, -K, K) + K``, the row of the offset
-    table used for query ``i`` and key ``j`` (0 … 2K)."""
-    for name, value in (("query_len", query_len), ("key_len", key_len)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(
-                f"relative_position_index: {name} must be a positive int, got {value!r}"
-            )
-    if isinstance(max_distance, bool) or not isinstance(max_distance, int) or max_distance < 1:
-        raise ValueError(
-            f"relative_position_index: max_distance must be a positive int, got {max_distance!r}"
-        )
-    i = torch.arange(query_len, device=device)[:, None]  # (Lq, 1)
+    """``(Lq, Lk)`` int64: ``clip(j - (i + offset), -K, K) + K``, the row of
+    the offset table used for query ``i`` and key ``j`` (0 … 2K). Query ``i``
+    sits at position ``i + offset``: 0 when queries and keys are the same
+    positions, ``Lk - Lq`` when the queries are the last ``Lq`` of them."""
+    for name, value in (("query_len", query_len), ("key_len", key_len),
+                        ("max_distance", max_distance)):
+        check_positive_int(value, name, "relative_position_index")
+    i = torch.arange(offset, offset + query_len, device=device)[:, None]  # (Lq, 1)
     j = torch.arange(key_len, device=device)[None, :]  # (1, Lk)
     return (j - i).clamp(-max_distance, max_distance) + max_distance  # (Lq, Lk)
 
@@ -72,9 +72,19 @@ class RelativeMultiHeadAttention(MultiHeadAttention):
 
     Parameters beyond :class:`MultiHeadAttention`'s: ``rel_k`` and ``rel_v``,
     ``nn.Embedding(2K + 1, Dh)``, initialised with variance ``1/Dh``. The call
-    signature and the ``(output, weights)`` result are those of
-    :class:`MultiHeadAttention`.
+    signature, the ``(output, weights)`` result, the masking and the
+    key/value cache are :class:`MultiHeadAttention`'s: only :meth:`score`
+    (the ``a^K`` term) and :meth:`combine` (the ``a^V`` term) differ, and
+    there is no fused path.
+
+    The queries are taken to be the *last* ``Lq`` of the ``Lk`` positions:
+    query ``i`` sits at position ``Lk - Lq + i``. In self-attention over a
+    whole sequence (``Lq = Lk``) that is position ``i``; in a cached decoding
+    step the new query follows the cached keys, so incremental decoding gives
+    what a full pass gives.
     """
+
+    fused = False  # the a^K and a^V terms need the written-out scores and weights
 
     def __init__(
         self,
@@ -86,11 +96,7 @@ class RelativeMultiHeadAttention(MultiHeadAttention):
         values: bool = True,
     ):
         super().__init__(d_model, num_heads, dropout, bias)
-        if isinstance(max_distance, bool) or not isinstance(max_distance, int) or max_distance < 1:
-            raise ValueError(
-                "RelativeMultiHeadAttention: max_distance must be a positive int, "
-                f"got {max_distance!r}"
-            )
+        check_positive_int(max_distance, "max_distance", type(self).__name__)
         self.max_distance = max_distance
         self.rel_k = nn.Embedding(2 * max_distance + 1, self.head_dim)
         self.rel_v = nn.Embedding(2 * max_distance + 1, self.head_dim) if values else None
@@ -98,76 +104,27 @@ class RelativeMultiHeadAttention(MultiHeadAttention):
             if table is not None:
                 nn.init.normal_(table.weight, std=1 / math.sqrt(self.head_dim))
 
-    def forward(
-        self,
-        query: Tensor,
-        key: Tensor,
-        value: Tensor,
-        mask: Tensor | None = None,
-        need_weights: bool = False,
-    ) -> tuple[Tensor, Tensor | None]:
-        """Attend from ``query`` ``(B, Lq, D)`` to ``key``/``value`` ``(B, Lk, D)``.
-
-        ``mask``: bool (True = may attend) or float (added), broadcastable to
-        ``(B, H, Lq, Lk)``; a 3-d mask ``(B, Lq, Lk)`` applies to every head.
-
-        Returns ``(output (B, Lq, D), weights (B, H, Lq, Lk) or None)``.
-        """
-        where = type(self).__name__
-        for name, t in (("query", query), ("key", key), ("value", value)):
-            if not isinstance(t, Tensor):
-                raise TypeError(f"{where}: {name} must be a tensor, got {type(t).__name__}")
-            if t.dim() != 3 or t.shape[-1] != self.d_model:
-                raise ValueError(
-                    f"{where}: {name} must have shape (batch, len, d_model={self.d_model}), "
-                    f"got {tuple(t.shape)}"
-                )
-        if key.shape[:2] != value.shape[:2] or query.shape[0] != key.shape[0]:
-            raise ValueError(
-                f"{where}: query, key and value must share the batch size and key/value their "
-                f"length, got {tuple(query.shape)}, {tuple(key.shape)}, {tuple(value.shape)}"
-            )
-        b, lq, _ = query.shape
-        lk = key.shape[1]
-        if mask is not None:
-            if isinstance(mask, Tensor) and mask.dim() == 3:
-                mask = mask.unsqueeze(1)  # (B, 1, Lq, Lk)
-            _check_mask(mask, (b, self.num_heads, lq, lk), where)
-
-        q, k, v = self._project_qkv(query, key, value)
-        q, k, v = self._split(q), self._split(k), self._split(v)  # (B, H, L, Dh)
-        idx = relative_position_index(lq, lk, self.max_distance, query.device)  # (Lq, Lk)
-        a_k = self.rel_k(idx)  # (Lq, Lk, Dh)
-        scores = q @ k.transpose(-2, -1) + torch.einsum("bhqd,qkd->bhqk", q, a_k)
-        scores = scores / math.sqrt(self.head_dim)  # (B, H, Lq, Lk)
-        dead = None
-        if mask is not None:
-            dead = _fully_masked_rows(mask)  # (..., Lq, 1)
-            mask = _unblock_rows(mask, dead)
-            if mask.dtype == torch.bool:
-                scores = scores.masked_fill(~mask, float("-inf"))
-            else:
-                scores = scores + mask
-        weights = scores.softmax(dim=-1)  # (B, H, Lq, Lk)
-        if dead is not None:
-            weights = weights.masked_fill(dead, 0.0)
-        p = self.dropout if self.training else 0.0
-        dropped = F.dropout(weights, p=p) if p > 0 else weights
-        out = dropped @ v  # (B, H, Lq, Dh)
-        if self.rel_v is not None:
-            out = out + torch.einsum("bhqk,qkd->bhqd", dropped, self.rel_v(idx))
-        if self.record_weights:
-            self.last_weights = weights.detach()
-        out = out.transpose(1, 2).reshape(b, lq, self.d_model)  # (B, Lq, D)
-        return self.w_o(out), (weights if need_weights else None)
-
-    def attend_cached(self, query: Tensor, cache: object, mask: Tensor | None = None) -> Tensor:
-        """Not supported: a cached step would need the query's absolute offset.
-        Decode without the cache (``use_cache=False``)."""
-        raise NotImplementedError(
-            "RelativeMultiHeadAttention does not support cached (incremental) decoding; "
-            "decode with use_cache=False"
+    def _index(self, query_len: int, key_len: int, device: torch.device) -> Tensor:
+        """``(Lq, Lk)`` rows of the offset tables, queries at the last positions."""
+        return relative_position_index(
+            query_len, key_len, self.max_distance, device, offset=key_len - query_len
         )
+
+    def score(self, q: Tensor, k: Tensor) -> Tensor:
+        """``e_ij = q_i · (k_j + a^K_ij) / √Dh``: ``(B, H, Lq, Dh)``,
+        ``(B, H, Lk, Dh)`` → ``(B, H, Lq, Lk)``."""
+        a_k = self.rel_k(self._index(q.shape[2], k.shape[2], q.device))  # (Lq, Lk, Dh)
+        scores = q @ k.transpose(-2, -1) + torch.einsum("bhqd,qkd->bhqk", q, a_k)
+        return scores / math.sqrt(self.head_dim)  # (B, H, Lq, Lk)
+
+    def combine(self, weights: Tensor, v: Tensor) -> Tensor:
+        """``z_i = Σ_j α_ij (v_j + a^V_ij)``: ``(B, H, Lq, Lk)``,
+        ``(B, H, Lk, Dh)`` → ``(B, H, Lq, Dh)``."""
+        out = weights @ v  # (B, H, Lq, Dh)
+        if self.rel_v is not None:
+            a_v = self.rel_v(self._index(weights.shape[2], weights.shape[3], weights.device))
+            out = out + torch.einsum("bhqk,qkd->bhqd", weights, a_v)  # a_v: (Lq, Lk, Dh)
+        return out
 
 
 def use_relative_positions(
@@ -179,8 +136,8 @@ def use_relative_positions(
     (queries and keys there belong to different sequences).
 
     Build the model with ``positional="none"`` to have relative positions
-    only. Returns ``model`` (changed in place). Full forward passes only: an
-    incremental (cached) decoder step would need the query's absolute offset.
+    only. Returns ``model`` (changed in place). Cached decoding
+    (``decode_next``) gives what full decoding gives.
     """
     swapped = 0
     for module in list(model.modules()):

@@ -13,8 +13,9 @@ segments.
 
 from __future__ import annotations
 
-import torch
 from torch import Tensor, nn
+
+from ..checks import check_positive_int, check_sequence, check_token_range, check_tokens
 
 __all__ = ["SegmentEmbedding"]
 
@@ -34,8 +35,7 @@ class SegmentEmbedding(nn.Module):
     def __init__(self, num_segments: int, d_model: int):
         super().__init__()
         for name, value in (("num_segments", num_segments), ("d_model", d_model)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"SegmentEmbedding: {name} must be a positive int, got {value!r}")
+            check_positive_int(value, name, type(self).__name__)
         self.num_segments = num_segments
         self.d_model = d_model
         self.embedding = nn.Embedding(num_segments, d_model)
@@ -43,25 +43,12 @@ class SegmentEmbedding(nn.Module):
     def forward(self, x: Tensor, segment_ids: Tensor) -> Tensor:
         """``x`` ``(B, L, D)`` and integer ``segment_ids`` ``(B, L)`` → ``(B, L, D)``."""
         where = type(self).__name__
-        if not isinstance(x, Tensor) or x.dim() != 3 or x.shape[-1] != self.d_model:
-            raise ValueError(
-                f"{where}: x must have shape (batch, len, d_model={self.d_model}), "
-                f"got {tuple(getattr(x, 'shape', ()))}"
-            )
-        if not isinstance(segment_ids, Tensor) or segment_ids.dtype.is_floating_point or (
-            segment_ids.dtype == torch.bool
-        ):
-            raise TypeError(f"{where}: segment_ids must be an integer tensor")
+        check_sequence(x, self.d_model, where, "x")
+        check_tokens(segment_ids, "segment_ids", where)
         if segment_ids.shape != x.shape[:2]:
             raise ValueError(
                 f"{where}: segment_ids must have shape {tuple(x.shape[:2])} (batch, len), "
                 f"got {tuple(segment_ids.shape)}"
             )
-        if segment_ids.numel() and (
-            segment_ids.min() < 0 or segment_ids.max() >= self.num_segments
-        ):
-            raise ValueError(
-                f"{where}: segment ids must be in [0, {self.num_segments}), got "
-                f"[{int(segment_ids.min())}, {int(segment_ids.max())}]"
-            )
+        check_token_range(segment_ids, self.num_segments, "segment_ids", where, "the segments")
         return x + self.embedding(segment_ids)  # (B, L, D)
