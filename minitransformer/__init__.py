@@ -52,8 +52,11 @@ from .decoding import beam_search, corpus_bleu, greedy_decode, translate
 from .feedforward import PositionwiseFeedForward
 from .instruments.interop import (
     load_torch_attention,
+    load_torch_decoder,
     load_torch_decoder_layer,
+    load_torch_encoder,
     load_torch_encoder_layer,
+    load_torch_transformer,
 )
 from .instruments.probe import record_attention
 from .instruments.summary import count_parameters

@@ -1,8 +1,11 @@
 """The whole Transformer: invariants, configuration errors and a learning test."""
 
+import math
+
 import pytest
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 import minitransformer as mt
 
@@ -75,6 +78,21 @@ def test_shared_and_tied_embeddings():
     assert n_untied - n_tied == (20 * 32 + 22 * 32 + 22 * 32 + 22) - (20 * 32 + 20)
 
 
+def test_initialisation_by_module_type():
+    torch.manual_seed(0)
+    model = mt.Transformer(small_config(positional="learned", max_len=400))
+    positional = {*model.src_pos.modules(), *model.tgt_pos.modules()}
+    for name, m in model.named_modules():
+        if isinstance(m, (torch.nn.Linear, torch.nn.Embedding)) and m not in positional:
+            fan_out, fan_in = m.weight.shape
+            bound = math.sqrt(6 / (fan_in + fan_out))  # Xavier-uniform
+            assert m.weight.abs().max() <= bound, name
+            assert m.weight.abs().max() > 0.9 * bound, name
+    table = model.src_pos.embedding.weight  # its own N(0, 1/2), not Xavier
+    assert abs(table.std().item() - 2**-0.5) < 0.02
+    assert torch.all(model.src_embed.weight[0] == 0) and torch.all(model.tgt_embed.weight[0] == 0)
+
+
 def test_config_round_trip():
     config = small_config(norm_first=True)
     assert mt.TransformerConfig(**config.to_dict()) == config
@@ -130,6 +148,124 @@ def test_record_attention_maps_are_row_stochastic():
     assert torch.all(cross[1, ..., 4:] == 0)  # padding gets no attention
     self_attn = maps["decoder.layers.0.self_attn"]
     assert torch.all(self_attn.triu(diagonal=1) == 0)  # causal
+
+
+# --- against torch.nn.Transformer -----------------------------------------------
+#
+# nn.Transformer always ends its encoder and its decoder with a LayerNorm
+# (encoder.norm, decoder.norm), post-LN included; ours has them only with
+# norm_first=True (pre-LN). So the pre-LN comparison copies their final norms
+# into ours, and the post-LN one removes theirs (set to None): a post-LN model
+# here is an nn.Transformer without its two final norms. nn.Transformer has no
+# embeddings, positions or output layer: both sides use ours.
+
+
+def _torch_transformer(norm_first: bool, seed: int) -> nn.Transformer:
+    torch.manual_seed(seed)
+    theirs = nn.Transformer(
+        32, 4, 2, 3, 64, dropout=0.0, batch_first=True, norm_first=norm_first
+    ).eval()
+    with torch.no_grad():  # LayerNorms away from (1, 0), so that copying them is tested
+        for m in theirs.modules():
+            if isinstance(m, nn.LayerNorm):
+                m.weight.uniform_(0.5, 1.5)
+                m.bias.normal_(0.0, 0.1)
+    if not norm_first:
+        theirs.encoder.norm = theirs.decoder.norm = None
+    return theirs
+
+
+def _padded_batch(seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    src, tgt = torch.randint(1, 20, (3, 7), generator=g), torch.randint(1, 22, (3, 6), generator=g)
+    src[1, 4:], tgt[1, 3:] = 0, 0
+    src[2, 6:], tgt[2, 5:] = 0, 0
+    return src, tgt
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")  # nn.Transformer's nested-tensor notes
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_whole_model_matches_torch_transformer(norm_first, seed):
+    theirs = _torch_transformer(norm_first, seed)
+    ours = mt.Transformer(small_config(num_decoder_layers=3, norm_first=norm_first)).eval()
+    mt.load_torch_transformer(ours, theirs)
+    src, tgt = _padded_batch(seed)
+    scale = math.sqrt(32)
+    with torch.no_grad():
+        h = theirs(
+            ours.src_pos(ours.src_embed(src) * scale),
+            ours.tgt_pos(ours.tgt_embed(tgt) * scale),
+            tgt_mask=mt.to_torch_bool_mask(mt.causal_mask(6)),
+            src_key_padding_mask=mt.torch_key_padding_mask(src, 0),
+            tgt_key_padding_mask=mt.torch_key_padding_mask(tgt, 0),
+            memory_key_padding_mask=mt.torch_key_padding_mask(src, 0),
+        )
+        expected = ours.generator(h)  # (B, T, V)
+        got = ours(src, tgt)
+    real = tgt != 0  # nn.Transformer's fast path may zero padded rows: compare real ones
+    torch.testing.assert_close(got[real], expected[real], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_decoder_stack_matches_torch_decoder(norm_first):
+    torch.manual_seed(3)
+    d, h, f, n = 16, 2, 24, 3
+    layer = nn.TransformerDecoderLayer(d, h, f, dropout=0.0, batch_first=True,
+                                       norm_first=norm_first)
+    theirs = nn.TransformerDecoder(layer, n, norm=nn.LayerNorm(d) if norm_first else None).eval()
+    ours = mt.Decoder(n, d, h, f, dropout=0.0, norm_first=norm_first).eval()
+    mt.load_torch_decoder(ours, theirs)
+    src, tgt = _padded_batch(4)
+    x, memory = torch.randn(3, 6, d), torch.randn(3, 7, d)
+    expected = theirs(
+        x, memory,
+        tgt_mask=mt.to_torch_bool_mask(mt.causal_mask(6)),
+        tgt_key_padding_mask=mt.torch_key_padding_mask(tgt, 0),
+        memory_key_padding_mask=mt.torch_key_padding_mask(src, 0),
+    )
+    tgt_mask = mt.padding_mask(tgt, 0) & mt.causal_mask(6)  # (B, 1, T, T)
+    got = ours(x, memory, tgt_mask, mt.padding_mask(src, 0))
+    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_loading_checks_the_final_norms():
+    ours = mt.Transformer(small_config(norm_first=False))
+    theirs = nn.Transformer(32, 4, 2, 2, 64, batch_first=True)  # has final norms
+    with pytest.raises(ValueError, match="no final LayerNorm"):
+        mt.load_torch_transformer(ours, theirs)
+    with pytest.raises(ValueError, match="layers"):
+        mt.load_torch_decoder(ours.decoder, nn.TransformerDecoder(
+            nn.TransformerDecoderLayer(32, 4, 64, batch_first=True), 3))
+
+
+# --- torch.compile ----------------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_whole_model_compiles_without_graph_breaks_and_matches_eager(norm_first):
+    """``fullgraph=True`` fails on any graph break, such as a Python branch on
+    a tensor's value (a host synchronisation): the forward pass has none, on a
+    padded batch with an all-padding source row (its attention rows are fully
+    masked). Forward and backward (AOT autograd) must match eager. The
+    ``aot_eager`` backend captures and differentiates the whole graph without
+    generating code, which keeps the test short; ``inductor`` (the default)
+    gives the same graph to a compiler."""
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    model = mt.Transformer(small_config(norm_first=norm_first)).train()  # dropout 0
+    src, tgt = _padded_batch(5)
+    src[0] = 0  # a source that is all padding
+    compiled = torch.compile(model, fullgraph=True, backend="aot_eager")
+    out = compiled(src, tgt)
+    grads = torch.autograd.grad(out.square().mean(), list(model.parameters()))
+    expected = model(src, tgt)
+    expected_grads = torch.autograd.grad(expected.square().mean(), list(model.parameters()))
+    torch.testing.assert_close(out, expected)
+    assert not out.isnan().any()
+    for g, e in zip(grads, expected_grads, strict=True):
+        torch.testing.assert_close(g, e)
 
 
 @pytest.mark.slow

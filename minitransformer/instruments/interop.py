@@ -4,9 +4,12 @@ The two implementations compute the same function; only the parameter
 layout differs. ``nn.MultiheadAttention`` keeps the query, key and value
 projections stacked in one ``in_proj_weight`` ``(3D, D)``; here they are
 ``w_q``, ``w_k``, ``w_v``. ``nn.TransformerEncoderLayer`` keeps ``linear1``
-and ``linear2`` on the layer; here they are in ``ffn``. Used by the tests
-(equality with PyTorch) and handy for loading a model trained with
-``torch.nn``.
+and ``linear2`` on the layer; here they are in ``ffn``. ``nn.Transformer``
+always ends its encoder and decoder with a LayerNorm (``encoder.norm``,
+``decoder.norm``); this package's stacks have one only when pre-LN
+(``norm_first=True``), so a post-LN ``nn.Transformer`` matches only once its
+two final norms are removed (set to None). Used by the tests (equality with
+PyTorch) and handy for loading a model trained with ``torch.nn``.
 """
 
 from __future__ import annotations
@@ -15,9 +18,18 @@ import torch
 from torch import nn
 
 from ..attention import MultiHeadAttention
-from ..layers import DecoderLayer, EncoderLayer
+from ..layernorm import LayerNorm
+from ..layers import Decoder, DecoderLayer, Encoder, EncoderLayer
+from ..model import Transformer
 
-__all__ = ["load_torch_attention", "load_torch_encoder_layer", "load_torch_decoder_layer"]
+__all__ = [
+    "load_torch_attention",
+    "load_torch_encoder_layer",
+    "load_torch_decoder_layer",
+    "load_torch_encoder",
+    "load_torch_decoder",
+    "load_torch_transformer",
+]
 
 
 @torch.no_grad()
@@ -62,3 +74,43 @@ def load_torch_decoder_layer(ours: DecoderLayer, theirs: nn.TransformerDecoderLa
     load_torch_attention(ours.self_attn, theirs.self_attn)
     load_torch_attention(ours.cross_attn, theirs.multihead_attn)
     _load_ffn_and_norms(ours, theirs, ("norm1", "norm2", "norm3"))
+
+
+@torch.no_grad()
+def _load_stack(ours: Encoder | Decoder, theirs: nn.Module, load_layer, where: str) -> None:
+    if len(ours.layers) != len(theirs.layers):
+        raise ValueError(
+            f"{where}: ours has {len(ours.layers)} layers, theirs {len(theirs.layers)}"
+        )
+    for mine, other in zip(ours.layers, theirs.layers, strict=True):
+        load_layer(mine, other)
+    if isinstance(ours.norm, LayerNorm):
+        if theirs.norm is None:
+            raise ValueError(f"{where}: ours (pre-LN) has a final LayerNorm, theirs has none")
+        ours.norm.load_state_dict(theirs.norm.state_dict())
+    elif theirs.norm is not None:
+        raise ValueError(
+            f"{where}: ours (post-LN) has no final LayerNorm but theirs has one "
+            "(nn.Transformer always adds one): set theirs' norm to None first"
+        )
+
+
+def load_torch_encoder(ours: Encoder, theirs: nn.TransformerEncoder) -> None:
+    """Copy an ``nn.TransformerEncoder`` into ``ours``: every layer, and the
+    final norm, which both must have (pre-LN) or both lack (post-LN)."""
+    _load_stack(ours, theirs, load_torch_encoder_layer, "load_torch_encoder")
+
+
+def load_torch_decoder(ours: Decoder, theirs: nn.TransformerDecoder) -> None:
+    """Copy an ``nn.TransformerDecoder`` into ``ours``; final norm as in
+    :func:`load_torch_encoder`."""
+    _load_stack(ours, theirs, load_torch_decoder_layer, "load_torch_decoder")
+
+
+def load_torch_transformer(ours: Transformer, theirs: nn.Transformer) -> None:
+    """Copy an ``nn.Transformer``'s encoder and decoder into ``ours`` (ReLU,
+    same sizes). ``nn.Transformer`` has no embeddings, positions or output
+    layer: ``ours`` keeps its own. For a post-LN ``ours``, remove the final
+    norms first: ``theirs.encoder.norm = theirs.decoder.norm = None``."""
+    load_torch_encoder(ours.encoder, theirs.encoder)
+    load_torch_decoder(ours.decoder, theirs.decoder)
