@@ -12,9 +12,10 @@ Weights as in :mod:`minitransformer.exercises.multihead`: ``(D, D)`` in
 ``nn.Linear``'s ``(out, in)`` layout, no biases. The cache holds keys and
 values already projected and split into heads, ``(B, H, t, Dh)``, as
 :class:`minitransformer.KVCache` does. Reference:
-:meth:`minitransformer.MultiHeadAttention.project_kv`, :meth:`KVCache.append`
-and :meth:`~minitransformer.MultiHeadAttention.attend_cached`; the tests also
-compare it with ``torch.nn.MultiheadAttention`` over the whole prefix.
+:class:`minitransformer.MultiHeadAttention` called with a ``KVCache``
+(``mha(x, x, x, cache=cache)`` appends the new keys and values in place and
+attends to all of them); the tests also compare it with
+``torch.nn.MultiheadAttention`` over the whole prefix.
 
 Shape letters: ``B`` batch, ``H`` heads, ``t`` cached positions, ``D`` model
 width, ``Dh = D / H`` head width.
@@ -39,8 +40,9 @@ __all__ = ["check_kv_cache_step"]
 def _reference(x, cache_k, cache_v, w_q, w_k, w_v, w_o, num_heads):
     mha = multi_head_module(w_q, w_k, w_v, w_o, num_heads)
     with torch.no_grad():
-        cache = KVCache(cache_k, cache_v).append(mha.project_kv(x))  # (B, H, t + 1, Dh)
-        return mha.attend_cached(x, cache), cache.k, cache.v
+        cache = KVCache(cache_k, cache_v)
+        out, _ = mha(x, x, x, cache=cache)  # appends x's keys/values: (B, H, t + 1, Dh)
+        return out, cache.k, cache.v
 
 
 def _split(x: Tensor, num_heads: int, strided: bool = False) -> Tensor:
