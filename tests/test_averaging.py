@@ -15,7 +15,7 @@ from minitransformer import Transformer, TransformerConfig
 from minitransformer.data import TokenBatcher, make_synthetic
 from minitransformer.training import TrainConfig, fit
 from minitransformer.training.averaging import ExponentialMovingAverage
-from minitransformer.training.checkpoint import load_checkpoint
+from minitransformer.training.checkpoint import build_model, load_checkpoint
 
 V = 14
 
@@ -115,11 +115,16 @@ def test_fit_keeps_the_average_of_the_weights_it_went_through(tmp_path):
     for n, p in averaged.named_parameters():  # the model ends with the average
         torch.testing.assert_close(p.detach(), expected[n], rtol=1e-5, atol=1e-6)
     ckpt = load_checkpoint(tmp_path / "last.pt")
-    for n in expected:  # the checkpoint's model_state is the average, the trained weights kept
-        torch.testing.assert_close(ckpt["model_state"][n], expected[n], rtol=1e-5, atol=1e-6)
-        torch.testing.assert_close(ckpt["train_state"]["ema"]["training_params"][n],
-                                   trajectory[-1][n], rtol=0, atol=0)
-    assert ckpt["train_state"]["ema"]["num_updates"] == 6
+    for n in expected:  # the checkpoint holds the trained weights and the average's state
+        torch.testing.assert_close(ckpt["model_state"][n], trajectory[-1][n], rtol=0, atol=0)
+        torch.testing.assert_close(ckpt["average"]["averaged"][n], expected[n], rtol=1e-5,
+                                   atol=1e-6)
+    assert ckpt["average"]["num_updates"] == 6 and ckpt["average"]["decay"] == decay
+    rebuilt = dict(build_model(ckpt).named_parameters())  # build_model loads the average
+    as_trained = dict(build_model(ckpt, average=False).named_parameters())
+    for n in expected:
+        torch.testing.assert_close(rebuilt[n], expected[n], rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(as_trained[n], trajectory[-1][n], rtol=0, atol=0)
 
 
 def test_resume_continues_the_average_exactly(tmp_path):

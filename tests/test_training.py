@@ -18,6 +18,7 @@ from minitransformer import Transformer, TransformerConfig
 from minitransformer.data import TokenBatcher, Vocab, make_synthetic
 from minitransformer.training import (
     TrainConfig,
+    Trainer,
     evaluate_loss,
     fit,
     label_smoothed_cross_entropy,
@@ -338,3 +339,64 @@ def test_bf16_autocast_trains_in_float32_weights():
     assert all(p.dtype == torch.float32 for p in model.parameters())
     with pytest.raises(ValueError, match="amp"):
         TrainConfig(amp="fp16")
+
+
+def test_checkpoint_of_another_format_is_refused_in_one_line(tmp_path):
+    from minitransformer.training.checkpoint import CHECKPOINT_FORMAT
+
+    path = save_checkpoint(tmp_path / "new.pt", tiny_model())
+    ckpt = torch.load(path, weights_only=True)
+    ckpt["format"] = CHECKPOINT_FORMAT + 1
+    torch.save(ckpt, path)
+    with pytest.raises(ValueError) as err:
+        load_checkpoint(path)
+    message = str(err.value)
+    assert "\n" not in message and str(path) in message
+    assert f"format {CHECKPOINT_FORMAT + 1}" in message and f"{CHECKPOINT_FORMAT} (" in message
+    with pytest.raises(ValueError, match=f"format {CHECKPOINT_FORMAT + 1}"):
+        build_model(ckpt)  # a dict that did not come through load_checkpoint
+
+
+def test_a_format_1_checkpoint_is_read_as_the_current_format(tmp_path):
+    """Format 1 stored a run's average as model_state and the trained weights
+    in train_state["ema"]; written here by hand from a current checkpoint."""
+    d = tmp_path / "run"
+    fit(tiny_model(), batcher(), config=quick(max_steps=3, ema_decay=0.9, checkpoint_dir=str(d)),
+        progress=False)
+    new = load_checkpoint(d / "last.pt")
+    averaged = new["average"]["averaged"]
+    old = {**new, "format": 1, "model_state": {**new["model_state"], **averaged}}
+    del old["average"]
+    old["train_state"] = {**new["train_state"], "ema": {
+        "decay": 0.9, "num_updates": 3,
+        "training_params": {n: new["model_state"][n] for n in averaged}}}
+    torch.save(old, tmp_path / "old.pt")
+    read = load_checkpoint(tmp_path / "old.pt")
+    assert read["format"] == new["format"] and "ema" not in read["train_state"]
+    assert read["average"]["num_updates"] == 3 and read["average"]["decay"] == 0.9
+    for name, tensor in new["model_state"].items():
+        torch.testing.assert_close(read["model_state"][name], tensor, rtol=0, atol=0)
+    for name, tensor in averaged.items():
+        torch.testing.assert_close(read["average"]["averaged"][name], tensor, rtol=0, atol=0)
+
+
+# --- on_step and the Trainer --------------------------------------------------------------------
+
+def test_on_step_reports_every_step():
+    reports = []
+    model = tiny_model()
+    config = quick(lr=1e-2, schedule="noam", warmup_steps=3, max_steps=5)
+    h = fit(model, batcher(), config=config, progress=False, on_step=reports.append)
+    assert [r.step for r in reports] == h.step == [1, 2, 3, 4, 5]
+    assert [float(r.loss) for r in reports] == h.train_loss
+    assert [r.tokens for r in reports] == h.tokens  # one process: its batch is the global one
+    assert [r.lr for r in reports] == [learning_rate(s, 1e-2, "noam", 3) for s in range(1, 6)]
+    assert all(r.model is model and r.epoch == 0 and r.seconds > 0 for r in reports)
+
+
+def test_trainer_steps_by_hand_equal_fit():
+    batches = list(batcher())[:4]
+    whole = fit(tiny_model(), batches, config=quick(max_steps=4), progress=False)
+    trainer = Trainer(tiny_model(), quick(max_steps=4))
+    losses = [float(trainer.step(b).loss) for b in batches]
+    assert losses == whole.train_loss and trainer.history.step == [1, 2, 3, 4]

@@ -10,7 +10,9 @@ from .averaging import ExponentialMovingAverage
 from .checkpoint import CHECKPOINT_FORMAT, build_model, load_checkpoint, save_checkpoint
 from .history import History
 from .loop import (
+    StepReport,
     TrainConfig,
+    Trainer,
     evaluate_loss,
     fit,
     label_smoothed_cross_entropy,

@@ -17,8 +17,9 @@ On the book's ten-minute CPU runs this was worth 1.3 to 1.5 BLEU with beam
 search, for the cost of one extra copy of the weights (``benchmarks/README.md``).
 PyTorch's ``torch.optim.swa_utils.AveragedModel`` does the same job for a
 wrapped copy of the whole module; this class keeps only the parameters and
-swaps them in and out of the model itself, so checkpoints and decoding need
-nothing new.
+copies or swaps them into the model itself, so decoding needs nothing new.
+A checkpoint stores the average's :meth:`~ExponentialMovingAverage.state_dict`
+beside the model's own (:mod:`minitransformer.training.checkpoint`).
 """
 
 from __future__ import annotations

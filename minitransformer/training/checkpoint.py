@@ -5,8 +5,17 @@ tensors and plain Python values (dicts, lists, tuples, numbers, strings), so
 it loads with ``torch.load(weights_only=True)``, which cannot run code hidden
 in the file. It holds:
 
-- ``model_class``, ``model_config`` (a dict) and ``model_state``: enough to
-  rebuild the model (:func:`build_model`);
+- ``format``: the layout's version, :data:`CHECKPOINT_FORMAT` (files of
+  format 1, written before the weight average had its own entry, are read
+  and converted; other versions are refused with a one-line error);
+- ``model_class``, ``model_config`` (a dict) and ``model_state`` (the
+  model's ``state_dict()``, the weights as trained): enough to rebuild the
+  model (:func:`build_model`);
+- ``average``: if the run kept a moving average of the weights, the
+  average's own ``state_dict()``
+  (:class:`~minitransformer.training.averaging.ExponentialMovingAverage`),
+  else None. :func:`build_model` loads the averaged weights when there are
+  some; a resumed run continues both;
 - ``optimizer_state`` and ``train_state`` (step, epoch, position in the
   epoch, history): enough to resume;
 - ``rng``: the random number generators' states (torch CPU and CUDA,
@@ -46,6 +55,7 @@ from torch import nn
 
 from ..model import Transformer, TransformerConfig
 from ..rnn.models import AttentionSeq2Seq, ContextSeq2Seq, RNNConfig, SimpleSeq2Seq
+from .averaging import ExponentialMovingAverage
 
 __all__ = [
     "save_checkpoint",
@@ -58,8 +68,11 @@ __all__ = [
     "CHECKPOINT_FORMAT",
 ]
 
-#: Version of the checkpoint layout, stored under ``"format"``.
-CHECKPOINT_FORMAT = 1
+#: Version of the checkpoint layout, stored under ``"format"`` and checked on
+#: loading. 2: the weight average as its own ``state_dict`` under ``"average"``.
+#: (Format 1 stored the average as ``model_state`` and the trained weights in
+#: ``train_state["ema"]``; :func:`load_checkpoint` converts it.)
+CHECKPOINT_FORMAT = 2
 
 
 def get_rng_state() -> dict[str, Any]:
@@ -110,6 +123,7 @@ def save_checkpoint(
     model: nn.Module,
     optimizer: torch.optim.Optimizer | None = None,
     *,
+    average: ExponentialMovingAverage | None = None,
     train_state: dict | None = None,
     train_config: Any = None,
     vocabs: dict[str, Any] | None = None,
@@ -124,6 +138,7 @@ def save_checkpoint(
             Its ``config`` (a dataclass or an object with ``to_dict()``) is
             stored so :func:`build_model` can rebuild it.
         optimizer: stored for resuming if given.
+        average: a moving average of the model's weights, stored beside them.
         train_state: the training loop's counters and history (plain values).
         train_config: a ``TrainConfig`` (stored as a dict).
         vocabs: e.g. ``{"src": src_vocab, "tgt": tgt_vocab}``; each a dict or
@@ -139,6 +154,7 @@ def save_checkpoint(
         "config_class": _qualified_name(type(config)) if config is not None else None,
         "model_config": _plain(config),
         "model_state": model.state_dict(),
+        "average": average.state_dict() if average is not None else None,
         "optimizer_state": optimizer.state_dict() if optimizer is not None else None,
         "train_state": train_state,
         "train_config": _plain(train_config),
@@ -170,7 +186,9 @@ def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
     ``FileNotFoundError`` if there is none and ``ValueError`` (one line) if
     the file is not a readable checkpoint, e.g. truncated, or holding
     pickled objects other than tensors and plain values, which are refused
-    because building them could run code.
+    because building them could run code, or of a format this version does
+    not read. A file of format 1 is returned converted to
+    :data:`CHECKPOINT_FORMAT`.
     """
     path = Path(path)
     if path.is_dir():
@@ -194,6 +212,40 @@ def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
         ) from None
     if not isinstance(ckpt, dict) or not isinstance(ckpt.get("model_state"), dict):
         raise ValueError(f"load_checkpoint: {path} does not hold a minitransformer checkpoint")
+    return _current_format(ckpt, f"load_checkpoint: {path}")
+
+
+def _current_format(ckpt: dict, where: str) -> dict:
+    """``ckpt`` in :data:`CHECKPOINT_FORMAT`: format 1 converted, others refused."""
+    found = ckpt.get("format")
+    if found == 1:
+        return _from_format_1(ckpt, where)
+    if found != CHECKPOINT_FORMAT:
+        raise ValueError(
+            f"{where} has checkpoint format {str(found)[:20]}; this version of "
+            f"minitransformer reads formats 1 to {CHECKPOINT_FORMAT} (retrain, or load it "
+            f"with the version that wrote it)"
+        )
+    return ckpt
+
+
+def _from_format_1(ckpt: dict, where: str) -> dict:
+    """Format 1 kept a run's weight average as ``model_state`` and the
+    trained weights in ``train_state["ema"]["training_params"]``; move each
+    where format 2 keeps it (``model_state`` and ``average``)."""
+    ckpt = {**ckpt, "format": CHECKPOINT_FORMAT, "average": None}
+    train_state = ckpt.get("train_state")
+    ema = train_state.get("ema") if isinstance(train_state, dict) else None
+    if ema is None:
+        return ckpt
+    try:
+        trained, stored = dict(ema["training_params"]), ckpt["model_state"]
+        ckpt["average"] = {"decay": ema["decay"], "num_updates": ema["num_updates"],
+                           "averaged": {name: stored[name] for name in trained}}
+    except (KeyError, TypeError, ValueError) as err:
+        raise ValueError(f"{where}: its format-1 weight average is incomplete ({err})") from None
+    ckpt["model_state"] = {**stored, **trained}
+    ckpt["train_state"] = {k: v for k, v in train_state.items() if k != "ema"}
     return ckpt
 
 
@@ -321,19 +373,26 @@ def _check_sizes(model_cls: type[nn.Module], config: Any, state: dict) -> None:
 
 
 def build_model(
-    ckpt: dict | str | os.PathLike, map_location: str | torch.device = "cpu"
+    ckpt: dict | str | os.PathLike,
+    map_location: str | torch.device = "cpu",
+    *,
+    average: bool = True,
 ) -> nn.Module:
     """Rebuild the model stored in a checkpoint (a dict or a path), weights
-    loaded, in ``eval()`` mode.
+    loaded, in ``eval()`` mode. If the run kept a moving average of the
+    weights, the model gets the average (what ``fit`` validated and
+    returned); ``average=False`` loads the weights as trained.
 
     Only the package's own models are rebuilt (:data:`MODEL_CLASSES`); any
     other class name, a config with unknown fields or non-plain values, or
     sizes that do not match the stored tensors raise ``ValueError`` (one
     line) before any memory is allocated for the model. To load a model of
-    your own, build it and call ``model.load_state_dict(ckpt["model_state"])``.
+    your own, build it and call ``model.load_state_dict(ckpt["model_state"])``
+    (the weights as trained).
     """
     if not isinstance(ckpt, dict):
         ckpt = load_checkpoint(ckpt, map_location)
+    ckpt = _current_format(ckpt, "build_model: the checkpoint")
     model_cls, config_cls = _classes(ckpt)
     config = _config(config_cls, ckpt.get("model_config"))
     state = ckpt.get("model_state")
@@ -342,4 +401,20 @@ def build_model(
     _check_sizes(model_cls, config, state)
     model = model_cls(config)
     model.load_state_dict(state)
+    if average and ckpt.get("average") is not None:
+        _load_average(model, ckpt["average"])
     return model.to(map_location).eval()
+
+
+def _load_average(model: nn.Module, stored: Any) -> None:
+    """Copy a stored weight average (an ``ExponentialMovingAverage.state_dict()``)
+    into ``model``'s parameters."""
+    try:
+        average = ExponentialMovingAverage(model, stored["decay"])
+        average.load_state_dict(stored)
+        average.copy_to(model)
+    except (KeyError, TypeError, ValueError, RuntimeError) as err:
+        reason = str(err).strip().splitlines()[0][:200] if str(err).strip() else type(err).__name__
+        raise ValueError(
+            f"build_model: the checkpoint's weight average does not fit the model ({reason})"
+        ) from None

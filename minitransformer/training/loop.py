@@ -20,9 +20,9 @@ from __future__ import annotations
 import math
 import random
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import nullcontext
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,8 @@ __all__ = [
     "evaluate_loss",
     "pick_device",
     "make_optimizer",
+    "StepReport",
+    "Trainer",
     "fit",
 ]
 
@@ -60,7 +62,7 @@ class TrainConfig:
     weight_decay: float = 0.0
     label_smoothing: float = 0.1
     # keep a moving average of the weights (minitransformer.training.averaging) with this
-    # decay; validation, checkpoints' model_state and the model after fit use it
+    # decay; validation, build_model (from a checkpoint) and the model after fit use it
     ema_decay: float | None = None
     clip_norm: float | None = 1.0  # max global gradient norm; None = no clipping
     epochs: int | None = 10  # stop after this many passes over the data (None = no limit)
@@ -245,6 +247,32 @@ class _State:
     best_valid: float = math.inf
 
 
+@dataclass(frozen=True)
+class StepReport:
+    """What one optimiser step did: passed to ``fit``'s ``on_step`` and
+    returned by :meth:`Trainer.step`.
+
+    Attributes:
+        step: optimiser steps taken so far (1 after the first).
+        epoch: the current epoch, counted from 0.
+        loss: the label-smoothed loss of this process's batch, a detached
+            scalar tensor (``float(loss)`` waits for the device).
+        tokens: non-pad source + target tokens of this process's batch.
+        lr: the learning rate of this step.
+        seconds: wall time of the step.
+        model: the model being trained, unwrapped from DDP; it holds the
+            weights as trained (not their average).
+    """
+
+    step: int
+    epoch: int
+    loss: Tensor
+    tokens: int
+    lr: float
+    seconds: float
+    model: nn.Module
+
+
 def _elapsed(start: float, device: torch.device) -> float:
     """Seconds since ``start``; under DDP the largest over all processes, so
     that every process takes the same time-based decisions (learning rate,
@@ -280,6 +308,217 @@ def _budget_spent(cfg: TrainConfig, state: _State, elapsed: float, per_epoch: fl
     return min(1.0, spent)
 
 
+def _own_batches(batches: Iterable, skip: int, rank: int, world: int) -> Iterator:
+    """This process's batch of each global step of one pass over ``batches``.
+
+    Global batches come in groups of ``world`` consecutive batches, one per
+    process (``rank`` takes the ``rank``-th); the first ``skip`` groups (used
+    before a resume) are passed over, and an incomplete last group is dropped.
+    """
+    group: list = []
+    for index, batch in enumerate(batches):
+        if index < skip * world:
+            continue
+        group.append(batch)
+        if len(group) == world:
+            yield group[rank]
+            group = []
+
+
+def _make_average(
+    model: nn.Module, decay: float | None, stored: dict | None
+) -> ExponentialMovingAverage | None:
+    """The moving average of ``model``'s weights (None without ``decay``):
+    the one ``stored`` in a checkpoint if there is one, continued at
+    ``decay``, else a new one starting from the current weights."""
+    if not decay:
+        return None
+    average = ExponentialMovingAverage(model, decay)
+    if stored is not None:
+        average.load_state_dict(stored)
+        average.decay = decay
+    return average
+
+
+class Trainer:
+    """The pieces of :func:`fit`: a model, its optimiser, counters and history.
+
+    ``fit(model, train, valid, config, ...)`` is
+    ``Trainer(model, config, valid_batches=valid, ...).run(train)``. Building
+    a trainer picks the device (and joins the process group under
+    ``torchrun``), seeds the generators, makes the optimiser and, with
+    ``config.resume``, loads ``checkpoint_dir/last.pt``. :meth:`step` takes
+    one optimiser step, for code that drives training batch by batch (the
+    benchmarks); :meth:`run` is the whole loop.
+
+    Args:
+        model: any seq2seq model, ``model(src, tgt_in) -> logits (B, T, V)``;
+            moved to the device and trained in place.
+        config: a :class:`TrainConfig` (default: ``TrainConfig()``).
+        valid_batches: batches for :meth:`validate`.
+        vocabs: stored in checkpoints.
+        callback: called with the history after each validation (rank 0).
+        on_step: called with a :class:`StepReport` after each optimiser step
+            (in every process under ``torchrun``).
+    """
+
+    def __init__(
+        self,
+        model: nn.Module,
+        config: TrainConfig | None = None,
+        *,
+        valid_batches: Iterable | None = None,
+        vocabs: dict[str, Any] | None = None,
+        callback: Callable[[History], None] | None = None,
+        on_step: Callable[[StepReport], None] | None = None,
+    ):
+        cfg = config if config is not None else TrainConfig()
+        if not isinstance(cfg, TrainConfig):
+            raise TypeError(f"fit: config must be a TrainConfig, got {type(cfg).__name__}")
+        self.config, self.valid_batches, self.vocabs = cfg, valid_batches, vocabs
+        self.callback, self.on_step = callback, on_step
+        self._start = time.perf_counter()  # the clock of max_minutes
+        self.device = dist_utils.device_for_rank(pick_device(cfg.device))  # DDP under torchrun
+        self.rank, self.world = dist_utils.rank_and_world()
+        self.model = model.to(self.device)
+        self._wrapped = dist_utils.wrap(self.model, self.device)  # DDP or the model itself
+        self.pad_id = _pad_id(self.model, cfg.pad_id)
+        self.optimizer = make_optimizer(self.model, cfg)
+        self._cast = _autocast(self.device, cfg.amp)
+        self.history, self.state = History(), _State()
+        self.checkpoint_dir = Path(cfg.checkpoint_dir) if cfg.checkpoint_dir else None
+        if cfg.seed is not None:
+            torch.manual_seed(cfg.seed)
+            random.seed(cfg.seed)
+        stored_average = self._resume() if cfg.resume else None
+        self.average = _make_average(self.model, cfg.ema_decay, stored_average)
+        self._per_epoch = math.inf  # this process's batches an epoch, once known
+        self._elapsed = 0.0  # the last reading of the shared clock
+        self._validated_at = -1
+        self._train_seconds = 0.0
+
+    def _resume(self) -> dict | None:
+        """Load ``checkpoint_dir/last.pt`` if it exists: weights, optimiser,
+        counters, history, random generators. Returns the stored average's
+        state (None if the run kept none or there is no checkpoint)."""
+        path = self.checkpoint_dir / "last.pt"
+        if not path.is_file():
+            return None
+        ckpt = load_checkpoint(path, map_location=self.device)
+        self.model.load_state_dict(ckpt["model_state"])
+        self.optimizer.load_state_dict(ckpt["optimizer_state"])
+        stored = ckpt["train_state"]
+        self.state = _State(**{f.name: stored[f.name] for f in fields(_State)})
+        self.history = History.from_dict(stored["history"])
+        set_rng_state(ckpt["rng"])
+        return ckpt.get("average")
+
+    def step(self, batch: Any) -> StepReport:
+        """One optimiser step on ``batch`` (this process's share of the global
+        batch): learning rate from the schedule, forward, loss, backward,
+        clipping, Adam, then the average, the counters and the history."""
+        t0 = time.perf_counter()
+        cfg, state = self.config, self.state
+        spent = _budget_spent(cfg, state, self._elapsed, self._per_epoch)
+        lr = learning_rate(state.step + 1, cfg.lr, cfg.schedule, cfg.warmup_steps, spent)
+        loss, tokens = _optimiser_step(
+            self._wrapped, self.optimizer, _parts(batch), lr, cfg, self.pad_id, self.device,
+            self._cast,
+        )
+        if self.average is not None:
+            self.average.update(self.model)
+        state.step += 1
+        state.batch_in_epoch += 1
+        seconds = time.perf_counter() - t0
+        self._train_seconds += seconds
+        self.history.add_step(state.step, loss, tokens * self.world, self._train_seconds)
+        report = StepReport(state.step, state.epoch, loss, tokens, lr, seconds, self.model)
+        if self.on_step is not None:
+            self.on_step(report)
+        return report
+
+    def validate(self) -> None:
+        """Validation loss (of the average, if kept) into the history, then
+        ``best.pt`` (on a new best) and ``last.pt``, then the callback."""
+        state = self.state
+        self._validated_at = state.step
+        self.history.flush()
+        if self.valid_batches is not None:
+            averaged = self.average.swapped_in(self.model) if self.average else nullcontext()
+            with averaged:
+                loss = evaluate_loss(
+                    self.model, self.valid_batches, self.pad_id, self.device, self.config.amp
+                )
+            epoch = state.epoch + state.batch_in_epoch / self._per_epoch
+            self.history.add_valid(state.step, epoch, loss)
+            if loss < state.best_valid:
+                state.best_valid = loss
+                self.save("best.pt")
+        self.save("last.pt")
+        dist_utils.barrier()
+        if self.callback is not None and self.rank == 0:
+            self.callback(self.history)
+
+    def save(self, name: str) -> None:
+        """Write ``checkpoint_dir/name`` (rank 0 only; nothing without a folder)."""
+        if self.checkpoint_dir is None or self.rank != 0:
+            return
+        save_checkpoint(
+            self.checkpoint_dir / name, self.model, self.optimizer, average=self.average,
+            train_state={**asdict(self.state), "history": self.history.to_dict()},
+            train_config=self.config, vocabs=self.vocabs,
+        )
+
+    def run(self, train_batches: Iterable, progress: bool = True) -> History:
+        """Train until a budget of the config is spent, validate, and leave
+        the average (if kept) in the model; returns the history."""
+        n_batches = len(train_batches) if hasattr(train_batches, "__len__") else None
+        self._per_epoch = (n_batches // self.world) if n_batches else math.inf
+        show = progress and self.rank == 0
+        bar = _progress_bar(self.config, self._per_epoch, self.state.step, enabled=show)
+        self.model.train()
+        reason = self._tick()
+        while reason is None:
+            reason = self._run_epoch(train_batches, bar)
+        if self._validated_at != self.state.step:
+            self.validate()
+        if self.average is not None:
+            self.average.copy_to(self.model)
+        self.history.stop_reason = reason
+        _update_bar(bar, self.history, self.config, self._start)
+        if bar is not None:
+            bar.close()
+        return self.history
+
+    def _tick(self) -> str | None:
+        """Read the shared clock (once per step, the same value in every
+        process); the reason to stop now, or None."""
+        self._elapsed = _elapsed(self._start, self.device)
+        return _stop_reason(self.config, self.state, self._elapsed)
+
+    def _run_epoch(self, train_batches: Iterable, bar) -> str | None:
+        """Train on the rest of the current epoch; the reason to stop, or None
+        when the epoch is done and no budget is spent."""
+        cfg, state = self.config, self.state
+        if hasattr(train_batches, "set_epoch"):
+            train_batches.set_epoch(state.epoch)  # reshuffle reproducibly
+        for batch in _own_batches(train_batches, state.batch_in_epoch, self.rank, self.world):
+            self.step(batch)
+            if state.step % cfg.log_every == 0:
+                self.history.flush()
+                _update_bar(bar, self.history, cfg, self._start)
+            if cfg.eval_every and state.step % cfg.eval_every == 0:
+                self.validate()
+            reason = self._tick()
+            if reason is not None:
+                return reason
+        state.epoch += 1
+        state.batch_in_epoch = 0
+        if not cfg.eval_every:
+            self.validate()
+        return self._tick()
+
+
 def fit(
     model: nn.Module,
     train_batches: Iterable,
@@ -289,6 +528,7 @@ def fit(
     *,
     vocabs: dict[str, Any] | None = None,
     callback: Callable[[History], None] | None = None,
+    on_step: Callable[[StepReport], None] | None = None,
 ) -> History:
     """Train ``model`` in place and return its :class:`History`.
 
@@ -305,6 +545,8 @@ def fit(
         progress: show a tqdm bar (loss, tokens/s, learning rate, time left).
         vocabs: stored in checkpoints, e.g. ``{"src": src_vocab, "tgt": tgt_vocab}``.
         callback: called with the history after each evaluation (e.g. a live plot).
+        on_step: called with a :class:`StepReport` (step, loss, tokens,
+            learning rate, the model, ...) after each optimiser step.
 
     Training stops at whichever of ``epochs``, ``max_steps`` or ``max_minutes``
     comes first; then it evaluates and (if ``checkpoint_dir``) saves.
@@ -312,155 +554,31 @@ def fit(
     With ``config.ema_decay`` an
     :class:`~minitransformer.training.averaging.ExponentialMovingAverage`
     of the weights is updated after every step; validation losses are those
-    of the averaged weights, checkpoints store them as ``model_state`` (the
-    weights being trained go to ``train_state["ema"]`` for resuming), and
-    ``model`` holds them when ``fit`` returns.
+    of the averaged weights, checkpoints store it beside the trained weights
+    (:func:`~minitransformer.training.checkpoint.build_model` loads it), and
+    ``model`` holds it when ``fit`` returns. The pieces are :class:`Trainer`'s.
     """
-    cfg = config if config is not None else TrainConfig()
-    if not isinstance(cfg, TrainConfig):
-        raise TypeError(f"fit: config must be a TrainConfig, got {type(cfg).__name__}")
-    start = time.perf_counter()
-    device = dist_utils.device_for_rank(pick_device(cfg.device))  # starts DDP under torchrun
-    rank, world = dist_utils.rank_and_world()
-    inner = model.to(device)
-    pad = _pad_id(inner, cfg.pad_id)
-    train_model = dist_utils.wrap(inner, device)
-    optimizer = make_optimizer(inner, cfg)
-    cast = _autocast(device, cfg.amp)
-    history, state = History(), _State()
-    ckpt_dir = Path(cfg.checkpoint_dir) if cfg.checkpoint_dir else None
-    if cfg.seed is not None:
-        torch.manual_seed(cfg.seed)
-        random.seed(cfg.seed)
-    if cfg.resume and ckpt_dir is not None and (ckpt_dir / "last.pt").is_file():
-        ckpt = load_checkpoint(ckpt_dir / "last.pt", map_location=device)
-        inner.load_state_dict(ckpt["model_state"])
-        optimizer.load_state_dict(ckpt["optimizer_state"])
-        ts = ckpt["train_state"]
-        state = _State(**{k: ts[k] for k in ("step", "epoch", "batch_in_epoch", "best_valid")})
-        history = History.from_dict(ts["history"])
-        set_rng_state(ckpt["rng"])
-        ema = _resume_average(inner, ts.get("ema"), cfg.ema_decay)
-    else:
-        ema = ExponentialMovingAverage(inner, cfg.ema_decay) if cfg.ema_decay else None
-
-    def save(name: str, training_params: dict | None = None) -> None:
-        if ckpt_dir is None or rank != 0:
-            return
-        train_state = {**asdict(state), "history": history.to_dict()}
-        if ema is not None:  # inner holds the average here; keep the trained weights too
-            train_state["ema"] = {
-                "decay": ema.decay, "num_updates": ema.num_updates,
-                "training_params": training_params,
-            }
-        save_checkpoint(
-            ckpt_dir / name, inner, optimizer, train_state=train_state,
-            train_config=cfg, vocabs=vocabs,
-        )
-
-    validated_at = [-1]
-
-    def validate() -> None:
-        validated_at[0] = state.step
-        history.flush()
-        averaged = ema.swapped_in(inner) if ema is not None else nullcontext()
-        with averaged as training_params:
-            if valid_batches is not None:
-                loss = evaluate_loss(inner, valid_batches, pad, device, cfg.amp)
-                history.add_valid(state.step, state.epoch + state.batch_in_epoch / n_or_inf, loss)
-                if loss < state.best_valid:
-                    state.best_valid = loss
-                    save("best.pt", training_params)
-            save("last.pt", training_params)
-        dist_utils.barrier()
-        if callback is not None and rank == 0:
-            callback(history)
-
-    n_batches = len(train_batches) if hasattr(train_batches, "__len__") else None
-    n_or_inf = (n_batches // world) if n_batches else math.inf
-    bar = _progress_bar(cfg, n_or_inf, state.step, enabled=progress and rank == 0)
-    inner.train()
-    train_seconds = 0.0
-    elapsed = _elapsed(start, device)  # one clock reading per step, shared by all processes
-    reason = _stop_reason(cfg, state, elapsed)
-    while reason is None:
-        if hasattr(train_batches, "set_epoch"):
-            train_batches.set_epoch(state.epoch)
-        group: list = []
-        for index, batch in enumerate(train_batches):
-            if index < state.batch_in_epoch * world:
-                continue  # resuming in the middle of an epoch
-            group.append(batch)
-            if len(group) < world:
-                continue
-            mine, group = group[rank], []
-            t0 = time.perf_counter()
-            spent = _budget_spent(cfg, state, elapsed, n_or_inf)
-            loss, tokens = _train_step(
-                train_model, optimizer, mine, cfg, state.step + 1, pad, device, cast, spent
-            )
-            if ema is not None:
-                ema.update(inner)
-            state.step += 1
-            state.batch_in_epoch += 1
-            train_seconds += time.perf_counter() - t0
-            history.add_step(state.step, loss, tokens * world, train_seconds)
-            if state.step % cfg.log_every == 0:
-                history.flush()
-                _update_bar(bar, history, cfg, start)
-            if cfg.eval_every and state.step % cfg.eval_every == 0:
-                validate()
-            elapsed = _elapsed(start, device)
-            reason = _stop_reason(cfg, state, elapsed)
-            if reason is not None:
-                break
-        else:
-            state.epoch += 1
-            state.batch_in_epoch = 0
-            if not cfg.eval_every:
-                validate()
-            elapsed = _elapsed(start, device)
-            reason = _stop_reason(cfg, state, elapsed)
-            continue
-    if validated_at[0] != state.step:
-        validate()
-    if ema is not None:
-        ema.copy_to(inner)
-    history.stop_reason = reason
-    _update_bar(bar, history, cfg, start)
-    if bar is not None:
-        bar.close()
-    return history
+    trainer = Trainer(
+        model, config, valid_batches=valid_batches, vocabs=vocabs, callback=callback,
+        on_step=on_step,
+    )
+    return trainer.run(train_batches, progress=progress)
 
 
-def _resume_average(
-    model: nn.Module, stored: dict | None, decay: float | None
-) -> ExponentialMovingAverage | None:
-    """After ``model`` was loaded from a checkpoint's ``model_state``: if the
-    run kept an average (``stored``, from ``train_state["ema"]``), that state
-    *is* the average, so the average to continue starts from it, and the
-    trained weights go back into ``model``. Returns the average (None without
-    ``decay``)."""
-    ema = ExponentialMovingAverage(model, decay) if decay else None
-    if stored is not None:
-        with torch.no_grad():
-            for name, p in model.named_parameters():
-                p.copy_(stored["training_params"][name])
-        if ema is not None:
-            ema.num_updates = stored["num_updates"]
-    return ema
-
-
-def _train_step(
-    model, optimizer, batch, cfg, step, pad, device, cast, spent=0.0
+def _optimiser_step(
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    parts: tuple[Tensor, Tensor, Tensor],
+    lr: float,
+    cfg: TrainConfig,
+    pad: int,
+    device: torch.device,
+    cast: Callable[[], Any],
 ) -> tuple[Tensor, int]:
-    """One optimiser step; returns (detached loss, source + target tokens of this batch).
-
-    ``spent`` is the fraction of the budget used before this step (for the
-    ``"linear"`` schedule)."""
-    src, tgt_in, tgt_out = _parts(batch)
-    src, tgt_in, tgt_out = (t.to(device, non_blocking=True) for t in (src, tgt_in, tgt_out))
-    lr = learning_rate(step, cfg.lr, cfg.schedule, cfg.warmup_steps, spent)
+    """Forward, loss, backward, clipping and one optimiser step at ``lr`` on
+    ``(src (B, S), tgt_in (B, T), tgt_out (B, T))``; returns (the detached
+    loss, non-pad source + target tokens)."""
+    src, tgt_in, tgt_out = (t.to(device, non_blocking=True) for t in parts)
     for group in optimizer.param_groups:
         group["lr"] = lr
     with cast():
