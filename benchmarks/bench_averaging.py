@@ -1,12 +1,12 @@
 """What averaging the weights is worth: one training run, several moving averages.
 
 Trains the chapter's CPU configuration on Multi30k with ``fit`` for
-``--minutes`` (the command line's defaults, ``CPU_DEFAULTS``, except that
+``--minutes`` (the command line's defaults, ``training.presets``, except that
 ``fit`` itself averages nothing) while keeping an
 :class:`~minitransformer.training.averaging.ExponentialMovingAverage` for each
-``--decays`` beside the run, updated after every optimiser step (a wrapper
-around ``fit``'s step function, so the training is exactly the unaveraged
-one). Then it scores the trained weights and each average on Multi30k
+``--decays`` beside the run, updated after every optimiser step by ``fit``'s
+``on_step`` callback (so the training is exactly the unaveraged one). Then
+it scores the trained weights and each average on Multi30k
 test_2016_flickr: validation cross-entropy, BLEU greedy and with beam 4.
 One run compares all of them on the same training trajectory, free of the
 run-to-run variation of the machine's speed.
@@ -22,20 +22,26 @@ import time
 
 import torch
 
-from minitransformer.cli import CPU_DEFAULTS, cpu_model_config, cpu_train_config
 from minitransformer.data import TokenBatcher, build_vocabs, encode_pairs, load_multi30k
 from minitransformer.decoding import corpus_bleu, translate
 from minitransformer.model import Transformer
-from minitransformer.training import loop as training
+from minitransformer.training import StepReport, evaluate_loss, fit
 from minitransformer.training.averaging import ExponentialMovingAverage
+from minitransformer.training.presets import (
+    CPU_DATA,
+    CPU_TOKENIZERS,
+    CPU_TRAINING,
+    cpu_model_config,
+    cpu_train_config,
+)
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--minutes", type=float, default=10.0, help="training budget")
     p.add_argument("--decays", default="0.98,0.99,0.995", help="comma-separated EMA decays")
-    p.add_argument("--max-tokens", type=int, default=CPU_DEFAULTS["max_tokens"])
-    p.add_argument("--lr", type=float, default=CPU_DEFAULTS["lr"], help="peak learning rate")
+    p.add_argument("--max-tokens", type=int, default=CPU_DATA["max_tokens"])
+    p.add_argument("--lr", type=float, default=CPU_TRAINING["lr"], help="peak learning rate")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--sentences", type=int, default=None, help="first N test sentences only")
     args = p.parse_args()
@@ -45,30 +51,22 @@ def main() -> None:
     train = load_multi30k("train")
     valid = load_multi30k("val")
     test = load_multi30k("test_2016_flickr")[: args.sentences]
-    src_vocab, tgt_vocab = build_vocabs(train, min_freq=CPU_DEFAULTS["min_freq"])
-    train_batches = TokenBatcher(encode_pairs(train, src_vocab, tgt_vocab, max_len=100),
-                                 args.max_tokens, shuffle=True, seed=0)
+    src_vocab, tgt_vocab = build_vocabs(train, min_freq=CPU_TOKENIZERS["min_freq"])
+    train_ex = encode_pairs(train, src_vocab, tgt_vocab, max_len=CPU_DATA["max_len"])
+    train_batches = TokenBatcher(train_ex, args.max_tokens, shuffle=True, seed=0)
     valid_batches = list(TokenBatcher(encode_pairs(valid, src_vocab, tgt_vocab),
-                                      CPU_DEFAULTS["max_tokens"], shuffle=False))
+                                      CPU_DATA["max_tokens"], shuffle=False))
     torch.manual_seed(0)
     model = Transformer(cpu_model_config(len(src_vocab), len(tgt_vocab)))
     averages = {d: ExponentialMovingAverage(model, d) for d in decays}
 
-    step = training._train_step
-
-    def step_and_average(*a, **kw):
-        out = step(*a, **kw)
+    def update_averages(report: StepReport) -> None:
         for average in averages.values():
-            average.update(model)
-        return out
+            average.update(report.model)
 
-    training._train_step = step_and_average
-    try:
-        config = cpu_train_config(ema_decay=None, lr=args.lr, epochs=None,
-                                  max_minutes=args.minutes, seed=0)
-        history = training.fit(model, train_batches, valid_batches, config, progress=True)
-    finally:
-        training._train_step = step
+    config = cpu_train_config(ema_decay=None, lr=args.lr, epochs=None,
+                              max_minutes=args.minutes, seed=0)
+    history = fit(model, train_batches, valid_batches, config, on_step=update_averages)
     print(f"{history.step[-1]} steps, {history.tokens_per_second:,.0f} tokens/s, "
           f"batches of {args.max_tokens} tokens, peak lr {args.lr:g}")
 
@@ -78,7 +76,7 @@ def main() -> None:
     for name, average in candidates:
         if average is not None:
             average.copy_to(model)
-        loss = training.evaluate_loss(model, valid_batches)
+        loss = evaluate_loss(model, valid_batches)
         t0 = time.perf_counter()
         greedy = corpus_bleu(translate(model, sources, src_vocab, tgt_vocab), references).score
         beam = corpus_bleu(translate(model, sources, src_vocab, tgt_vocab, beam_size=4),

@@ -40,7 +40,7 @@ from pathlib import Path
 import torch
 
 from minitransformer import Transformer
-from minitransformer.cli import _checkpoint_file, cpu_model_config, cpu_train_config
+from minitransformer.cli import checkpoint_file
 from minitransformer.data import (
     TokenBatcher,
     Vocab,
@@ -50,7 +50,14 @@ from minitransformer.data import (
     tokenize,
 )
 from minitransformer.decoding import corpus_bleu, translate
+from minitransformer.training import fit
 from minitransformer.training.checkpoint import build_model, load_checkpoint
+from minitransformer.training.presets import (
+    CPU_DATA,
+    CPU_TOKENIZERS,
+    cpu_model_config,
+    cpu_train_config,
+)
 
 
 def chapter_model(src_vocab: int, tgt_vocab: int) -> Transformer:
@@ -62,7 +69,7 @@ def get_model(args, train) -> tuple[Transformer, Vocab, Vocab, str]:
     ``fit`` or ``python -m minitransformer train``), from ``--model-cache`` if
     it exists, else built (and trained for ``--train-minutes``)."""
     if args.checkpoint:
-        path = _checkpoint_file(Path(args.checkpoint))  # the command line's rule: best.pt first
+        path = checkpoint_file(Path(args.checkpoint))  # the command line's rule: best.pt first
         ckpt = load_checkpoint(path)
         vocabs = ckpt["vocabs"]
         steps = ckpt["train_state"]["step"]
@@ -74,14 +81,12 @@ def get_model(args, train) -> tuple[Transformer, Vocab, Vocab, str]:
         model = chapter_model(len(src_vocab), len(tgt_vocab))
         model.load_state_dict(saved["model"])
         return model, src_vocab, tgt_vocab, f"{saved['minutes']:g} min"
-    src_vocab, tgt_vocab = build_vocabs(train, min_freq=2)
+    src_vocab, tgt_vocab = build_vocabs(train, min_freq=CPU_TOKENIZERS["min_freq"])
     torch.manual_seed(0)
     model = chapter_model(len(src_vocab), len(tgt_vocab))
     if args.train_minutes > 0:
-        from minitransformer.training import fit
-
         examples = encode_pairs(train, src_vocab, tgt_vocab)
-        batches = TokenBatcher(examples, max_tokens=2048, shuffle=True, seed=0)
+        batches = TokenBatcher(examples, max_tokens=CPU_DATA["max_tokens"], shuffle=True, seed=0)
         cfg = cpu_train_config(epochs=None, max_minutes=args.train_minutes, device="cpu",
                                amp="off")
         fit(model, batches, config=cfg, progress=False)

@@ -31,12 +31,18 @@ from pathlib import Path
 
 import torch
 
-from minitransformer.cli import CPU_DEFAULTS, cpu_model_config, cpu_train_config
 from minitransformer.data import TokenBatcher, build_vocabs, encode_pairs, load_multi30k
 from minitransformer.decoding import corpus_bleu, translate
 from minitransformer.model import Transformer
 from minitransformer.rnn.models import RNN_MODELS, RNNConfig
 from minitransformer.training import TrainConfig, fit
+from minitransformer.training.presets import (
+    CPU_DATA,
+    CPU_MODEL,
+    CPU_TOKENIZERS,
+    cpu_model_config,
+    cpu_train_config,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "minitransformer" / "results" / "rnn_history.json"
@@ -61,7 +67,7 @@ LABELS = {
 def build_model(name: str, src_size: int, tgt_size: int, args) -> torch.nn.Module:
     """One of the four models, at the sizes used for this benchmark."""
     if name == "transformer":
-        # The chapter-10 CPU configuration (minitransformer.cli.CPU_DEFAULTS), pre-LN.
+        # The chapter-10 CPU configuration (minitransformer.training.presets), pre-LN.
         return Transformer(cpu_model_config(src_size, tgt_size))
     config = RNNConfig(src_size, tgt_size, emb_dim=args.rnn_emb, hidden_dim=args.rnn_hidden,
                        attn_dim=args.rnn_hidden, dropout=args.rnn_dropout)
@@ -137,10 +143,11 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--minutes", type=float, default=10.0, help="training budget per model")
     p.add_argument("--models", default="simple,context,attention,transformer")
-    p.add_argument("--max-tokens", type=int, default=2048, help="token budget of a batch")
+    p.add_argument("--max-tokens", type=int, default=CPU_DATA["max_tokens"],
+                   help="token budget of a batch")
     p.add_argument("--rnn-emb", type=int, default=128)
     p.add_argument("--rnn-hidden", type=int, default=128)
-    p.add_argument("--rnn-dropout", type=float, default=CPU_DEFAULTS["dropout"],
+    p.add_argument("--rnn-dropout", type=float, default=CPU_MODEL["dropout"],
                    help="dropout of the GRU models (default: the Transformer's, none: in a "
                    "budget of minutes no model sees the data often enough to overfit)")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT,
@@ -162,8 +169,8 @@ def main(argv=None) -> int:
     train_pairs = load_multi30k("train", "de", "en")
     valid_pairs = load_multi30k("val", "de", "en")
     test_pairs = load_multi30k("test_2016_flickr", "de", "en")[: args.limit_test]
-    src_vocab, tgt_vocab = build_vocabs(train_pairs, min_freq=2)
-    train_ex = encode_pairs(train_pairs, src_vocab, tgt_vocab, max_len=100)
+    src_vocab, tgt_vocab = build_vocabs(train_pairs, min_freq=CPU_TOKENIZERS["min_freq"])
+    train_ex = encode_pairs(train_pairs, src_vocab, tgt_vocab, max_len=CPU_DATA["max_len"])
     valid_ex = encode_pairs(valid_pairs, src_vocab, tgt_vocab)
     valid_batches = list(TokenBatcher(valid_ex, args.max_tokens, shuffle=False))
     data = (train_ex, valid_batches, test_pairs, src_vocab, tgt_vocab)

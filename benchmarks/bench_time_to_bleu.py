@@ -50,7 +50,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # machine.py, bench_tr
 from bench_translation import TorchSeq2Seq, to_minitransformer  # noqa: E402
 from machine import print_machine  # noqa: E402
 
-from minitransformer.cli import CPU_DEFAULTS, cpu_model_config, cpu_train_config  # noqa: E402
 from minitransformer.data import (  # noqa: E402
     TOKENIZER_KINDS,
     TokenBatcher,
@@ -62,6 +61,14 @@ from minitransformer.decoding import translate  # noqa: E402
 from minitransformer.metrics import corpus_scores  # noqa: E402
 from minitransformer.model import Transformer  # noqa: E402
 from minitransformer.training import fit  # noqa: E402
+from minitransformer.training.presets import (  # noqa: E402
+    CPU_DATA,
+    CPU_MODEL,
+    CPU_TOKENIZERS,
+    CPU_TRAINING,
+    cpu_model_config,
+    cpu_train_config,
+)
 
 ROOT = Path(__file__).resolve().parent
 MODELS = {"ours": "minitransformer.Transformer", "torch": "torch.nn.Transformer"}
@@ -73,15 +80,15 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--marks", type=float, nargs="+", default=[2.5, 5, 10, 20],
                    help="training minutes at which to score (increasing)")
     p.add_argument("--models", nargs="+", choices=list(MODELS), default=list(MODELS))
-    p.add_argument("--tokenizer", choices=TOKENIZER_KINDS, default=CPU_DEFAULTS["tokenizer"],
+    p.add_argument("--tokenizer", choices=TOKENIZER_KINDS, default=CPU_TOKENIZERS["kind"],
                    help="words (lower-cased) or joint subwords (default: the command line's)")
-    p.add_argument("--vocab-size", type=int, default=CPU_DEFAULTS["vocab_size"],
+    p.add_argument("--vocab-size", type=int, default=CPU_TOKENIZERS["vocab_size"],
                    help="subword vocabulary size")
     p.add_argument("--share-embeddings", action=argparse.BooleanOptionalAction,
-                   default=CPU_DEFAULTS["share_embeddings"],
+                   default=CPU_MODEL["share_embeddings"],
                    help="one embedding table for source and target (needs --tokenizer subword)")
     p.add_argument("--tie-output", action=argparse.BooleanOptionalAction,
-                   default=CPU_DEFAULTS["tie_output"],
+                   default=CPU_MODEL["tie_output"],
                    help="output projection = target embedding matrix")
     p.add_argument("--beams", type=int, nargs="+", default=[1, 4], help="beam sizes (1 = greedy)")
     p.add_argument("--splits", nargs="+", default=["val", "test_2016_flickr"],
@@ -143,7 +150,7 @@ def score(model, tok, eval_sets: dict, beams: list[int]) -> dict:
 def run_model(name: str, config, args, batches, valid_batches, tok, eval_sets) -> list[dict]:
     """Train ``name`` and score it at every mark; returns the points."""
     probe = valid_batches[0]
-    resumable = CPU_DEFAULTS["schedule"] in STEP_SCHEDULES
+    resumable = CPU_TRAINING["schedule"] in STEP_SCHEDULES
     points, done, wall, workdir = [], 0.0, 0.0, Path(tempfile.mkdtemp(prefix="time_to_bleu_"))
     model = None
     for i, mark in enumerate(args.marks):
@@ -231,13 +238,13 @@ def main(argv=None) -> None:
     before = print_machine("before")
     t0 = time.perf_counter()
     train = load_multi30k("train")
-    src_tok, tgt_tok = build_tokenizers(train, args.tokenizer, min_freq=CPU_DEFAULTS["min_freq"],
+    src_tok, tgt_tok = build_tokenizers(train, args.tokenizer, min_freq=CPU_TOKENIZERS["min_freq"],
                                         vocab_size=args.vocab_size)
-    examples = encode_pairs(train, src_tok, tgt_tok, max_len=100)
-    batches = TokenBatcher(examples, CPU_DEFAULTS["max_tokens"], shuffle=True, seed=args.seed)
+    examples = encode_pairs(train, src_tok, tgt_tok, max_len=CPU_DATA["max_len"])
+    batches = TokenBatcher(examples, CPU_DATA["max_tokens"], shuffle=True, seed=args.seed)
     valid_pairs = load_multi30k("val")
     valid_batches = list(TokenBatcher(encode_pairs(valid_pairs, src_tok, tgt_tok),
-                                      CPU_DEFAULTS["max_tokens"], shuffle=False))
+                                      CPU_DATA["max_tokens"], shuffle=False))
     eval_sets = {}
     for split in args.splits:
         pairs = valid_pairs if split == "val" else load_multi30k(split)
@@ -274,7 +281,7 @@ def main(argv=None) -> None:
         "machine_before": before, "machine_after": after,
         "tokenizer": described, "model_config": config.to_dict(),
         "train_config": cpu_train_config(epochs=None, max_minutes=args.marks[-1]).to_dict(),
-        "resumed_at_marks": CPU_DEFAULTS["schedule"] in STEP_SCHEDULES,
+        "resumed_at_marks": CPU_TRAINING["schedule"] in STEP_SCHEDULES,
         "minutes_to_bleu": {"score": key, **reach},
         "results": results,
     }

@@ -8,7 +8,7 @@ gradient clipping. Both models get the same embeddings (·√D), sinusoidal
 positions and output projection; the nn.Transformer baseline is given every
 mask it can use (key padding masks for source, target and memory, and a
 causal mask flagged ``tgt_is_causal``). Each step is
-:func:`minitransformer.training._train_step`, the step of ``fit``. The two
+:meth:`minitransformer.training.Trainer.step`, the step of ``fit``. The two
 models alternate, a few steps each, over the same batches, so a change in the
 machine's load affects both alike.
 
@@ -34,16 +34,16 @@ import torch
 from torch import Tensor, nn
 
 from minitransformer import SinusoidalPositionalEncoding, Transformer, TransformerConfig
-from minitransformer.cli import CPU_DEFAULTS, cpu_model_config, cpu_train_config
 from minitransformer.data import TokenBatcher, build_vocabs, encode_pairs, load_multi30k
 from minitransformer.decoding import corpus_bleu, translate
 from minitransformer.instruments.interop import load_torch_decoder_layer, load_torch_encoder_layer
-from minitransformer.training.loop import (
-    _autocast,
-    _train_step,
-    evaluate_loss,
-    fit,
-    make_optimizer,
+from minitransformer.training import Trainer, evaluate_loss, fit
+from minitransformer.training.presets import (
+    CPU_DATA,
+    CPU_MODEL,
+    CPU_TOKENIZERS,
+    cpu_model_config,
+    cpu_train_config,
 )
 
 
@@ -141,8 +141,8 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rounds", type=int, default=8, help="alternations of the two models")
     p.add_argument("--steps", type=int, default=8, help="training steps per model per round")
-    p.add_argument("--max-tokens", type=int, default=2048)
-    p.add_argument("--dropout", type=float, default=CPU_DEFAULTS["dropout"],
+    p.add_argument("--max-tokens", type=int, default=CPU_DATA["max_tokens"])
+    p.add_argument("--dropout", type=float, default=CPU_MODEL["dropout"],
                    help="dropout of both models (default: the chapter's)")
     p.add_argument("--amp", choices=["off", "bf16"], default="off")
     p.add_argument("--threads", type=int, default=torch.get_num_threads())
@@ -157,8 +157,8 @@ def main() -> None:
     torch.set_num_threads(args.threads)
 
     pairs = load_multi30k("train")
-    src_vocab, tgt_vocab = build_vocabs(pairs, min_freq=2)
-    examples = encode_pairs(pairs, src_vocab, tgt_vocab, max_len=100)
+    src_vocab, tgt_vocab = build_vocabs(pairs, min_freq=CPU_TOKENIZERS["min_freq"])
+    examples = encode_pairs(pairs, src_vocab, tgt_vocab, max_len=CPU_DATA["max_len"])
     batches = list(TokenBatcher(examples, args.max_tokens, shuffle=True, seed=0))
     batches = batches[: args.steps + 2]  # the same (random) batches for both models
     config = cpu_model_config(len(src_vocab), len(tgt_vocab), dropout=args.dropout)
@@ -166,28 +166,23 @@ def main() -> None:
         quality(args.quality, config, examples, src_vocab, tgt_vocab, args.max_tokens)
         return
     torch.manual_seed(0)
-    device = torch.device("cpu")
     if args.compare_amp:
         models = {"fp32": Transformer(config)}
         models["bf16"] = copy.deepcopy(models["fp32"])
-        casts = {"fp32": _autocast(device, "off"), "bf16": _autocast(device, "bf16")}
+        amps = {"fp32": "off", "bf16": "bf16"}
     else:
         models = {"minitransformer": Transformer(config),
                   "torch.nn.Transformer": TorchSeq2Seq(config)}
-        casts = dict.fromkeys(models, _autocast(device, args.amp))
-    train_cfg = cpu_train_config(amp=args.amp, device="cpu")
-    opts = {k: make_optimizer(m, train_cfg) for k, m in models.items()}
-    steps = dict.fromkeys(models, 0)
+        amps = dict.fromkeys(models, args.amp)
+    trainers = {k: Trainer(m, cpu_train_config(amp=amps[k], device="cpu"))
+                for k, m in models.items()}
 
     def run(name: str, chunk: list) -> tuple[int, float]:
-        model, tokens = models[name].train(), 0
+        trainer, tokens = trainers[name], 0
+        trainer.model.train()
         start = time.perf_counter()
         for batch in chunk:
-            steps[name] += 1
-            _, n = _train_step(
-                model, opts[name], batch, train_cfg, steps[name], 0, device, casts[name]
-            )
-            tokens += n
+            tokens += trainer.step(batch).tokens
         return tokens, time.perf_counter() - start
 
     for name in models:  # warm-up: allocator, kernels
@@ -224,7 +219,8 @@ def main() -> None:
         valid = encode_pairs(load_multi30k("val"), src_vocab, tgt_vocab)
         valid_batches = list(TokenBatcher(valid, args.max_tokens, shuffle=False))
         for name, model in models.items():
-            print(f"{name}: validation cross-entropy (fp32) after {steps[name]} steps: "
+            print(f"{name}: validation cross-entropy (fp32) after "
+                  f"{trainers[name].history.step[-1]} steps: "
                   f"{evaluate_loss(model, valid_batches):.4f}")
 
 

@@ -4,19 +4,14 @@
     echo "Ein Mann fährt Fahrrad." | python -m minitransformer translate --checkpoint runs/de-en
     python -m minitransformer evaluate --checkpoint runs/de-en --split test_2016_flickr --beam 4
 
-``train``'s defaults are the book's CPU configuration (chapter 10): the
-encoder-decoder Transformer of Vaswani et al. (2017) with d_model 256, 8
-heads, 3 + 3 layers, d_ff 512, pre-LN, batches of about 2,048 source +
-target tokens, Adam with the warm-up schedule and label smoothing 0.1, no
-dropout, and a moving average of the weights (decay 0.98) as the result. It
-trains until its time budget (``--minutes``) is spent, validates, saves
-``last.pt`` / ``best.pt`` (:mod:`minitransformer.training.checkpoint`), the
-vocabularies, the history and ``run.json`` in ``--out``, and prints the
-validation BLEU. ``--tokenizer words`` (the default) reads lower-cased
-words (rare ones become ``<unk>``); ``--tokenizer subword`` learns one
-cased SentencePiece BPE model for both languages (``--vocab-size``), which
-knows no unknown word and travels inside the checkpoints
-(:mod:`minitransformer.data.tokenizers`).
+``train``'s defaults are the book's CPU configuration, the one chapter 10
+trains (:mod:`minitransformer.training.presets`): an encoder-decoder
+Transformer (Vaswani et al. 2017), pre-LN, trained with Adam, the warm-up
+schedule and label smoothing, with a moving average of the weights as the
+result. It trains until its time budget (``--minutes``) is spent,
+validates, saves ``last.pt`` / ``best.pt``
+(:mod:`minitransformer.training.checkpoint`), the vocabularies, the history
+and ``run.json`` in ``--out``, and prints the validation BLEU.
 
 ``translate`` reads one sentence a line on stdin and writes exactly one
 detokenised translation a line on stdout (an empty line gives an empty line),
@@ -32,6 +27,7 @@ print one message on stderr and exit with status 2, without a traceback.
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import math
 import os
@@ -44,60 +40,29 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["main", "build_parser", "CPU_DEFAULTS", "cpu_model_config", "cpu_train_config"]
+import torch
 
-#: The chapter's CPU configuration (defaults of ``train``), chosen for a
-#: budget of minutes: no dropout (under three epochs nothing overfits, and
-#: dropout slowed learning: 27.8 against 30.5 BLEU after 10 minutes), a
-#: short warm-up, and a moving average of the weights as the result (decay
-#: 0.98, about the last 50 of ~1,000 steps: 1.3-1.5 BLEU more with beam
-#: search). Measurements in ``benchmarks/README.md``.
-CPU_DEFAULTS: dict[str, Any] = {
-    "d_model": 256,
-    "heads": 8,
-    "encoder_layers": 3,
-    "decoder_layers": 3,
-    "d_ff": 512,
-    "dropout": 0.0,
-    "tie_output": False,
-    "max_tokens": 2048,
-    "lr": 1e-3,
-    "schedule": "noam",
-    "warmup": 200,
-    "label_smoothing": 0.1,
-    "ema_decay": 0.98,
-    "tokenizer": "words",  # or "subword": one joint SentencePiece BPE model
-    "min_freq": 2,  # words seen fewer times become <unk> (words)
-    "vocab_size": 8000,  # pieces of the joint model (subword)
-    "share_embeddings": False,  # one embedding table for both languages (subword)
-}
+from .data import (
+    MULTI30K_LANGS,
+    MULTI30K_SPLITS,
+    TOKENIZER_KINDS,
+    CorpusError,
+    DatasetNotFoundError,
+    SubwordTokenizer,
+    TokenBatcher,
+    build_tokenizers,
+    encode_pairs,
+    load_multi30k,
+    tokenizer_from_dict,
+)
+from .decoding import MAX_ROWS, translate
+from .metrics import corpus_scores
+from .model import Transformer, TransformerConfig
+from .training import TrainConfig, fit, pick_device
+from .training.checkpoint import build_model, load_checkpoint
+from .training.presets import CPU_DATA, CPU_MODEL, CPU_TOKENIZERS, CPU_TRAINING, positions_for
 
-
-def cpu_model_config(src_vocab_size: int, tgt_vocab_size: int, **overrides: Any):
-    """The :class:`~minitransformer.TransformerConfig` of ``CPU_DEFAULTS`` (pre-LN,
-    ``max_len`` 256) for these vocabulary sizes; keyword arguments override fields."""
-    from .model import TransformerConfig
-
-    d = CPU_DEFAULTS
-    fields = dict(
-        d_model=d["d_model"], num_heads=d["heads"], num_encoder_layers=d["encoder_layers"],
-        num_decoder_layers=d["decoder_layers"], d_ff=d["d_ff"], dropout=d["dropout"],
-        tie_output=d["tie_output"], norm_first=True, max_len=256,
-    )
-    return TransformerConfig(src_vocab_size, tgt_vocab_size, **{**fields, **overrides})
-
-
-def cpu_train_config(**overrides: Any):
-    """The :class:`~minitransformer.training.TrainConfig` of ``CPU_DEFAULTS``
-    (learning rate, schedule, warm-up, label smoothing, weight averaging); keyword arguments
-    override fields or set the others (budget, device, ...)."""
-    from .training import TrainConfig
-
-    d = CPU_DEFAULTS
-    fields = dict(lr=d["lr"], schedule=d["schedule"], warmup_steps=d["warmup"],
-                  label_smoothing=d["label_smoothing"], ema_decay=d["ema_decay"] or None)
-    return TrainConfig(**{**fields, **overrides})
-
+__all__ = ["main", "build_parser", "checkpoint_file"]
 
 PROG = "python -m minitransformer"
 
@@ -152,8 +117,6 @@ def _seed(text: str) -> int:
 
 
 def _beam(text: str) -> int:
-    from .decoding import MAX_ROWS
-
     value = _positive_int(text)
     if value > MAX_ROWS:
         raise argparse.ArgumentTypeError(
@@ -176,15 +139,13 @@ def _fraction(text: str) -> float:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``argparse`` parser of the three commands."""
-    from .data import MULTI30K_LANGS, MULTI30K_SPLITS, TOKENIZER_KINDS
-
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="Train, use and evaluate the minitransformer translator (Multi30k).",
         epilog="Run '%(prog)s COMMAND --help' for the options of a command.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    d = CPU_DEFAULTS
+    m, t, k = CPU_MODEL, CPU_TRAINING, CPU_TOKENIZERS
 
     # ---- train
     tr = sub.add_parser(
@@ -209,43 +170,44 @@ def build_parser() -> argparse.ArgumentParser:
     budget.add_argument("--epochs", type=_positive_int, default=None, help="passes over the data")
     budget.add_argument("--max-steps", type=_positive_int, default=None, help="optimiser steps")
     model = tr.add_argument_group("model")
-    model.add_argument("--d-model", type=_positive_int, default=d["d_model"], help="model width")
-    model.add_argument("--heads", type=_positive_int, default=d["heads"], help="attention heads")
-    model.add_argument("--encoder-layers", type=_positive_int, default=d["encoder_layers"])
-    model.add_argument("--decoder-layers", type=_positive_int, default=d["decoder_layers"])
-    model.add_argument("--d-ff", type=_positive_int, default=d["d_ff"],
+    model.add_argument("--d-model", type=_positive_int, default=m["d_model"], help="model width")
+    model.add_argument("--heads", type=_positive_int, default=m["num_heads"],
+                       help="attention heads")
+    model.add_argument("--encoder-layers", type=_positive_int, default=m["num_encoder_layers"])
+    model.add_argument("--decoder-layers", type=_positive_int, default=m["num_decoder_layers"])
+    model.add_argument("--d-ff", type=_positive_int, default=m["d_ff"],
                        help="feed-forward inner width")
-    model.add_argument("--dropout", type=_fraction, default=d["dropout"])
+    model.add_argument("--dropout", type=_fraction, default=m["dropout"])
     model.add_argument("--tie-output", action=argparse.BooleanOptionalAction,
-                       default=d["tie_output"],
+                       default=m["tie_output"],
                        help="the output projection reuses the target embedding matrix")
     model.add_argument("--share-embeddings", action=argparse.BooleanOptionalAction,
-                       default=d["share_embeddings"],
+                       default=m["share_embeddings"],
                        help="one embedding table for source and target (needs --tokenizer "
                        "subword, whose vocabulary both languages share)")
-    model.add_argument("--post-ln", action="store_true",
+    model.add_argument("--post-ln", action="store_true", default=not m["norm_first"],
                        help="LayerNorm after each residual add, as in the paper (default: pre-LN)")
     opt = tr.add_argument_group("data and optimisation")
-    opt.add_argument("--tokenizer", choices=TOKENIZER_KINDS, default=d["tokenizer"],
+    opt.add_argument("--tokenizer", choices=TOKENIZER_KINDS, default=k["kind"],
                      help="words: lower-cased words per language, rare ones become <unk>; "
                      "subword: one cased SentencePiece BPE model for both languages, no "
                      "unknown words")
-    opt.add_argument("--min-freq", type=_positive_int, default=d["min_freq"],
+    opt.add_argument("--min-freq", type=_positive_int, default=k["min_freq"],
                      help="rarer words become <unk> (--tokenizer words)")
-    opt.add_argument("--vocab-size", type=_positive_int, default=d["vocab_size"],
+    opt.add_argument("--vocab-size", type=_positive_int, default=k["vocab_size"],
                      help="pieces of the subword model (--tokenizer subword)")
-    opt.add_argument("--max-len", type=_positive_int, default=100,
+    opt.add_argument("--max-len", type=_positive_int, default=CPU_DATA["max_len"],
                      help="drop training pairs with a side longer than this (tokens)")
-    opt.add_argument("--max-tokens", type=_positive_int, default=d["max_tokens"],
+    opt.add_argument("--max-tokens", type=_positive_int, default=CPU_DATA["max_tokens"],
                      help="padded source + target tokens per batch")
-    opt.add_argument("--lr", type=_positive_float, default=d["lr"], help="peak learning rate")
+    opt.add_argument("--lr", type=_positive_float, default=t["lr"], help="peak learning rate")
     opt.add_argument("--schedule", choices=["noam", "constant", "linear"],
-                     default=d["schedule"],
+                     default=t["schedule"],
                      help="after warm-up: decay as 1/sqrt(step) (noam), stay flat (constant) "
                      "or fall linearly to 0 at the end of the budget (linear)")
-    opt.add_argument("--warmup", type=int, default=d["warmup"], help="warm-up steps")
-    opt.add_argument("--label-smoothing", type=_fraction, default=d["label_smoothing"])
-    opt.add_argument("--ema", type=_fraction, default=d["ema_decay"], metavar="DECAY",
+    opt.add_argument("--warmup", type=int, default=t["warmup_steps"], help="warm-up steps")
+    opt.add_argument("--label-smoothing", type=_fraction, default=t["label_smoothing"])
+    opt.add_argument("--ema", type=_fraction, default=t["ema_decay"] or 0.0, metavar="DECAY",
                      help="validate, save and evaluate a moving average of the weights with "
                      "this decay (0 = the weights as trained)")
     opt.add_argument("--eval-every", type=_positive_int, default=None,
@@ -310,7 +272,9 @@ def _decoding_args(p: argparse.ArgumentParser) -> None:
 # --------------------------------------------------------------------------- helpers
 
 
-def _checkpoint_file(path: Path) -> Path:
+def checkpoint_file(path: Path) -> Path:
+    """The checkpoint a path names: a file, or in a training folder ``best.pt``,
+    else ``last.pt``. Raises :class:`CLIError` if there is none."""
     if path.is_dir():
         for name in ("best.pt", "last.pt"):
             if (path / name).is_file():
@@ -323,11 +287,7 @@ def _checkpoint_file(path: Path) -> Path:
 
 def _load(path: Path, device_name: str):
     """(model in eval mode, src tokenizer, tgt tokenizer, run info) from a checkpoint."""
-    from .data import tokenizer_from_dict
-    from .training import pick_device
-    from .training.checkpoint import build_model, load_checkpoint
-
-    file = _checkpoint_file(path)
+    file = checkpoint_file(path)
     try:
         device = pick_device(device_name)
     except RuntimeError as err:
@@ -361,8 +321,6 @@ def _load(path: Path, device_name: str):
 
 
 def _load_pairs(split: str, src: str, tgt: str, root: Path | None, download: bool):
-    from .data import CorpusError, DatasetNotFoundError, load_multi30k
-
     if src == tgt:
         raise CLIError(f"source and target language are both {src!r}")
     try:
@@ -380,8 +338,6 @@ def _one_line(text: str) -> str:
 
 
 def _translate(model, sentences: list[str], src_vocab, tgt_vocab, args) -> list[str]:
-    from .decoding import translate
-
     out = translate(
         model, sentences, src_vocab, tgt_vocab, beam_size=args.beam,
         batch_size=args.batch_size, length_penalty=args.length_penalty,
@@ -440,14 +396,13 @@ def _check_out(out: Path, resume: bool, overwrite: bool) -> list[Path]:
     return existing if overwrite else []
 
 
-def _model_config(args: argparse.Namespace, src_size: int, tgt_size: int):
-    from .model import TransformerConfig
-
+def _model_config(args: argparse.Namespace, src_size: int, tgt_size: int) -> TransformerConfig:
+    """The :class:`TransformerConfig` that ``train``'s model flags ask for."""
     return TransformerConfig(
         src_vocab_size=src_size, tgt_vocab_size=tgt_size,
         d_model=args.d_model, num_heads=args.heads,
         num_encoder_layers=args.encoder_layers, num_decoder_layers=args.decoder_layers,
-        d_ff=args.d_ff, dropout=args.dropout, max_len=max(256, args.max_len + 2),
+        d_ff=args.d_ff, dropout=args.dropout, max_len=positions_for(args.max_len),
         norm_first=not args.post_ln, tie_output=args.tie_output,
         share_embeddings=args.share_embeddings,
     )
@@ -471,10 +426,6 @@ def _check_resume(out: Path, args: argparse.Namespace, src_vocab, tgt_vocab):
     """The model config of the run to continue, after checking that it is the
     same run: languages, data settings, vocabularies (built from the data on
     disk now) and model options; and that ``last.pt`` can be resumed from."""
-    from .data import tokenizer_from_dict
-    from .model import TransformerConfig
-    from .training.checkpoint import load_checkpoint
-
     file = out / "last.pt"
     try:
         ckpt = load_checkpoint(file)
@@ -520,8 +471,6 @@ def _check_resume(out: Path, args: argparse.Namespace, src_vocab, tgt_vocab):
 
 def _available_memory(device) -> int | None:
     """Bytes free for tensors on ``device`` (None when unknown)."""
-    import torch
-
     if device.type == "cuda":
         return torch.cuda.mem_get_info(device)[0]
     if device.type == "cpu":
@@ -542,10 +491,6 @@ def _check_memory(model_config, device) -> None:
     """Refuse a model whose training state cannot fit in memory (counted on
     the ``meta`` device, where nothing is allocated): weights, gradients,
     Adam's two moments and the weight average, 4 bytes each per parameter."""
-    import torch
-
-    from .model import Transformer
-
     with torch.device("meta"):
         shell = Transformer(model_config)
     n = sum(p.numel() for p in shell.parameters())
@@ -559,13 +504,21 @@ def _check_memory(model_config, device) -> None:
         )
 
 
+def _train_config(args: argparse.Namespace) -> TrainConfig:
+    """The :class:`TrainConfig` that ``train``'s flags ask for."""
+    try:
+        return TrainConfig(
+            lr=args.lr, schedule=args.schedule, warmup_steps=args.warmup,
+            label_smoothing=args.label_smoothing, ema_decay=args.ema or None, epochs=args.epochs,
+            max_steps=args.max_steps, max_minutes=args.minutes, eval_every=args.eval_every,
+            seed=args.seed, device=args.device, amp=args.amp, checkpoint_dir=str(args.out),
+            resume=args.resume,
+        )
+    except ValueError as err:
+        raise CLIError(str(err)) from None
+
+
 def _cmd_train(args: argparse.Namespace) -> int:
-    import torch
-
-    from .data import SubwordTokenizer, TokenBatcher, build_tokenizers, encode_pairs
-    from .model import Transformer
-    from .training import TrainConfig, fit, pick_device
-
     # Everything is checked before anything is written.
     out: Path = args.out
     replaced = _check_out(out, args.resume, args.overwrite)
@@ -580,16 +533,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
         device = pick_device(args.device)
     except RuntimeError as err:
         raise CLIError(f"bad --device {args.device!r}: {err}") from None
-    try:
-        config = TrainConfig(
-            lr=args.lr, schedule=args.schedule, warmup_steps=args.warmup,
-            label_smoothing=args.label_smoothing, ema_decay=args.ema or None, epochs=args.epochs,
-            max_steps=args.max_steps, max_minutes=args.minutes, eval_every=args.eval_every,
-            seed=args.seed, device=args.device, amp=args.amp, checkpoint_dir=str(out),
-            resume=args.resume,
-        )
-    except ValueError as err:
-        raise CLIError(str(err)) from None
+    config = _train_config(args)
     download = not args.no_download
     t0 = time.perf_counter()
     train_pairs = _load_pairs("train", args.src_lang, args.tgt_lang, args.data_root, download)
@@ -664,8 +608,6 @@ def _cmd_train(args: argparse.Namespace) -> int:
           f"validation cross-entropy {valid} nats/token; "
           f"{history.tokens_per_second:,.0f} tokens/s; checkpoints in {out}", flush=True)
     if not args.no_bleu:
-        from .decoding import translate
-
         model.eval()
         hyps = translate(model, [s for s, _ in valid_pairs], src_vocab, tgt_vocab)
         print("validation, greedy:")
@@ -680,8 +622,6 @@ def _input_lines(stream):
     """The lines of ``stream`` without their ends, which may be ``\\n``,
     ``\\r\\n`` or a lone ``\\r``; bytes that are not UTF-8 become U+FFFD. Read as
     they come when ``stream`` has a binary buffer (a pipe or a file)."""
-    import io
-
     if hasattr(stream, "buffer"):
         text = io.TextIOWrapper(stream.buffer, encoding="utf-8", errors="replace", newline=None)
         for line in text:
@@ -760,7 +700,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     model, src_vocab, tgt_vocab, info = _load(args.checkpoint, args.device)
     reserved = None
     if args.output is not None:
-        reserved = _reserve_output(args.output, _checkpoint_file(args.checkpoint))
+        reserved = _reserve_output(args.output, checkpoint_file(args.checkpoint))
     try:
         return _evaluate(args, model, src_vocab, tgt_vocab, info, reserved)
     finally:
@@ -771,8 +711,6 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
 def _print_scores(hyps: list[str], refs: list[str]) -> None:
     """sacreBLEU's cased BLEU (the headline), lower-cased BLEU and chrF, each
     followed by its signature."""
-    from .metrics import corpus_scores
-
     scores = corpus_scores(hyps, refs)
     for score in (scores.bleu, scores.bleu_lc, scores.chrf):
         print(score.detail)

@@ -9,6 +9,7 @@ status 2 and one message on stderr, never a traceback.
 
 from __future__ import annotations
 
+import ast
 import gzip
 import io
 import json
@@ -22,10 +23,18 @@ import pytest
 import sacrebleu
 import torch
 
-from minitransformer.cli import CPU_DEFAULTS, main
+from minitransformer.cli import _model_config, _train_config, build_parser, main
 from minitransformer.data import SubwordTokenizer, Vocab, tokenizer_from_dict
 from minitransformer.decoding import translate
 from minitransformer.training.checkpoint import build_model
+from minitransformer.training.presets import (
+    CPU_DATA,
+    CPU_MODEL,
+    CPU_TOKENIZERS,
+    CPU_TRAINING,
+    cpu_model_config,
+    cpu_train_config,
+)
 
 FIXTURES = Path(__file__).parent / "fixtures" / "multi30k"
 TINY = [
@@ -59,50 +68,67 @@ def trained(tmp_path_factory) -> Path:
 # --- fast: parser and errors that need no model -------------------------------
 
 
-def test_defaults_are_the_chapter_cpu_configuration():
-    assert CPU_DEFAULTS["d_model"] == 256 and CPU_DEFAULTS["heads"] == 8
-    assert CPU_DEFAULTS["encoder_layers"] == CPU_DEFAULTS["decoder_layers"] == 3
-    assert CPU_DEFAULTS["d_ff"] == 512 and CPU_DEFAULTS["max_tokens"] == 2048
-    from minitransformer.cli import build_parser
-
+def test_train_defaults_are_the_preset():
+    """`train` without options builds exactly the preset's configurations."""
     args = build_parser().parse_args(["train", "--out", "x"])
-    assert (args.d_model, args.heads, args.encoder_layers, args.decoder_layers, args.d_ff) == (
-        256, 8, 3, 3, 512)
-    assert not args.post_ln and args.max_tokens == 2048 and args.schedule == "noam"
-    assert args.minutes == 10.0 and args.dataset == "multi30k"
-    assert args.tie_output is CPU_DEFAULTS["tie_output"] is False
-    assert build_parser().parse_args(["train", "--out", "x", "--tie-output"]).tie_output
-    assert build_parser().parse_args(["train", "--out", "x", "--schedule", "linear"]).schedule
-    assert args.ema == CPU_DEFAULTS["ema_decay"] == 0.98
-    assert build_parser().parse_args(["train", "--out", "x", "--ema", "0"]).ema == 0
+    assert _model_config(args, 10, 12) == cpu_model_config(10, 12)
+    expected = cpu_train_config(epochs=None, max_minutes=args.minutes, checkpoint_dir="x")
+    assert _train_config(args) == expected
+    assert {"max_len": args.max_len, "max_tokens": args.max_tokens} == CPU_DATA
+    tokenizers = {"kind": args.tokenizer, "min_freq": args.min_freq, "vocab_size": args.vocab_size}
+    assert tokenizers == CPU_TOKENIZERS
 
 
-def test_chapter_10_trains_with_the_command_lines_defaults():
+def test_model_and_training_flags_reach_the_configs():
+    args = build_parser().parse_args([
+        "train", "--out", "x", "--d-model", "64", "--heads", "4", "--encoder-layers", "2",
+        "--decoder-layers", "1", "--d-ff", "96", "--dropout", "0.2", "--tie-output", "--post-ln",
+        "--max-len", "300", "--lr", "2e-3", "--schedule", "linear", "--warmup", "7",
+        "--label-smoothing", "0", "--ema", "0", "--max-steps", "9",
+    ])
+    m = _model_config(args, 10, 12)
+    assert (m.d_model, m.num_heads, m.num_encoder_layers, m.num_decoder_layers, m.d_ff) == (
+        64, 4, 2, 1, 96)
+    assert m.dropout == 0.2 and m.tie_output and not m.norm_first and m.max_len >= 302
+    t = _train_config(args)
+    assert (t.lr, t.schedule, t.warmup_steps, t.label_smoothing, t.max_steps) == (
+        2e-3, "linear", 7, 0.0, 9)
+    assert t.ema_decay is None  # --ema 0: the weights as trained
+
+
+def _call_keywords(code: str, function: str) -> dict[str, list[str]]:
+    """``{keyword: [its source text in each call]}`` for the calls of ``function`` in ``code``."""
+    found: dict[str, list[str]] = {}
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == function:
+            for k in node.keywords:
+                found.setdefault(k.arg, []).append(ast.unparse(k.value))
+    return found
+
+
+def test_chapter_10_trains_the_preset():
     """The chapter and `python -m minitransformer train` must not drift apart:
-    the benchmarks measure the one and the book shows the other."""
-    import json
-    import re
-    from pathlib import Path
-
+    the benchmarks measure the one and the book shows the other. The chapter
+    builds its configurations with the preset's functions, overrides none of
+    the preset's settings, and takes its data settings from CPU_TOKENIZERS
+    and CPU_DATA."""
     nb = Path(__file__).resolve().parents[1] / "notebooks" / "10_translation_end_to_end.ipynb"
-    cells = ["".join(c["source"]) for c in json.loads(nb.read_text())["cells"]
-             if c["cell_type"] == "code"]
-    code = "\n".join(c for c in cells if "TransformerConfig(" in c or "TrainConfig(" in c)
-
-    def value(name: str) -> float:
-        found = re.findall(rf"\b{name}=([0-9.e-]+)", code)
-        assert found, f"chapter 10 sets no {name}="
-        return float(found[0])
-
-    d = CPU_DEFAULTS
-    assert value("d_model") == d["d_model"] and value("num_heads") == d["heads"]
-    assert value("num_encoder_layers") == d["encoder_layers"]
-    assert value("num_decoder_layers") == d["decoder_layers"]
-    assert value("d_ff") == d["d_ff"] and value("dropout") == d["dropout"]
-    assert value("lr") == d["lr"] and value("warmup_steps") == d["warmup"]
-    assert value("label_smoothing") == d["label_smoothing"]
-    assert value("ema_decay") == d["ema_decay"]
-    assert f'schedule="{d["schedule"]}"' in code
+    code = "\n".join("".join(c["source"]) for c in json.loads(nb.read_text())["cells"]
+                     if c["cell_type"] == "code")
+    model_kw = _call_keywords(code, "cpu_model_config")
+    train_kw = _call_keywords(code, "cpu_train_config")
+    assert "cpu_model_config(" in code and "cpu_train_config(" in code
+    assert not set(model_kw) & set(CPU_MODEL), model_kw
+    assert not set(train_kw) & set(CPU_TRAINING), train_kw
+    assert "TransformerConfig(" not in code and "TrainConfig(" not in code
+    data_kw: dict[str, list[str]] = {}
+    for function in ("build_vocabs", "encode_pairs", "TokenBatcher"):
+        for name, values in _call_keywords(code, function).items():
+            data_kw.setdefault(name, []).extend(values)
+    preset = {"min_freq": "CPU_TOKENIZERS", "max_len": "CPU_DATA", "max_tokens": "CPU_DATA"}
+    for name, where in preset.items():  # every min_freq= / max_len= / max_tokens= reads it
+        assert data_kw.get(name), f"chapter 10 passes no {name}="
+        assert all(v == f"{where}['{name}']" for v in data_kw[name]), (name, data_kw[name])
 
 
 @pytest.mark.parametrize("command", ["train", "translate", "evaluate"])
@@ -361,18 +387,13 @@ def test_translate_subprocess_pipe_utf8(trained):
     assert lines[0] and lines[2]
 
 
-def test_cpu_configs_are_built_from_the_defaults_and_take_overrides():
-    from minitransformer.cli import cpu_model_config, cpu_train_config
-
-    d = CPU_DEFAULTS
-    m = cpu_model_config(10, 12)
-    assert (m.src_vocab_size, m.tgt_vocab_size, m.d_model, m.num_heads, m.d_ff) == (
-        10, 12, d["d_model"], d["heads"], d["d_ff"])
-    assert (m.num_encoder_layers, m.num_decoder_layers) == (d["encoder_layers"],
-                                                            d["decoder_layers"])
-    assert m.dropout == d["dropout"] and m.tie_output == d["tie_output"] and m.norm_first
-    assert cpu_model_config(10, 12, dropout=0.3).dropout == 0.3
-    t = cpu_train_config(max_minutes=2)
-    assert (t.lr, t.schedule, t.warmup_steps, t.label_smoothing, t.max_minutes) == (
-        d["lr"], d["schedule"], d["warmup"], d["label_smoothing"], 2)
-    assert t.ema_decay == d["ema_decay"] and cpu_train_config(ema_decay=None).ema_decay is None
+def test_preset_configs_take_overrides():
+    m = cpu_model_config(10, 12, dropout=0.3, d_model=64)
+    assert (m.src_vocab_size, m.tgt_vocab_size, m.dropout, m.d_model) == (10, 12, 0.3, 64)
+    assert {k: getattr(m, k) for k in CPU_MODEL if k not in ("dropout", "d_model")} == {
+        k: v for k, v in CPU_MODEL.items() if k not in ("dropout", "d_model")}
+    assert m.max_len >= CPU_DATA["max_len"] + 2  # room for the longest pair and <bos>/<eos>
+    t = cpu_train_config(max_minutes=2, ema_decay=None)
+    assert t.max_minutes == 2 and t.ema_decay is None
+    assert {k: getattr(t, k) for k in CPU_TRAINING if k != "ema_decay"} == {
+        k: v for k, v in CPU_TRAINING.items() if k != "ema_decay"}

@@ -19,4 +19,12 @@ from .loop import (
     make_optimizer,
     pick_device,
 )
+from .presets import (
+    CPU_DATA,
+    CPU_MODEL,
+    CPU_TOKENIZERS,
+    CPU_TRAINING,
+    cpu_model_config,
+    cpu_train_config,
+)
 from .schedule import SCHEDULES, learning_rate, paper_noam_lr
