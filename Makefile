@@ -10,7 +10,7 @@ BIN := $(VENV)/bin
 SHARED_DATA := $(abspath $(wildcard ../shared/data))
 export MINITRANSFORMER_DATA ?= $(SHARED_DATA)
 
-.PHONY: book test unit notebooks lint execute execute-stale stale benchmark clean setup
+.PHONY: book test test-fast unit notebooks lint execute execute-stale stale benchmark clean setup
 
 setup: $(VENV)/.installed
 
@@ -38,6 +38,10 @@ notebooks: setup
 	MINITRANSFORMER_QUICK=1 $(BIN)/python -m pytest --nbval-lax --nbval-cell-timeout=1800 notebooks
 
 test: lint unit notebooks
+
+# While working: ruff and the unit tests not marked slow (no notebooks, no browser).
+test-fast: lint
+	$(BIN)/python -m pytest tests -m "not slow"
 
 # Re-run notebooks in place with the full settings and stamp them (refreshes
 # stored outputs): every chapter, or NOTEBOOKS="notebooks/03_qkv_and_masks.ipynb ...".

@@ -33,6 +33,7 @@ from minitransformer.data import (
     tokenize,
 )
 from minitransformer.masks import padding_mask
+from minitransformer.model import TransformerConfig
 
 SENTENCES = [
     "Two young, White males are outside near many bushes.",
@@ -93,11 +94,12 @@ def test_detokenize_inverts_tokenize(sentence):
 # --- vocabulary --------------------------------------------------------------
 
 
-def test_specials_ids():
-    assert SPECIALS[PAD_ID] == "<pad>" and PAD_ID == 0
-    assert SPECIALS[BOS_ID] == "<bos>"
-    assert SPECIALS[EOS_ID] == "<eos>"
-    assert SPECIALS[UNK_ID] == "<unk>"
+def test_special_ids_are_those_of_every_vocabulary_and_of_the_model():
+    ids = [PAD_ID, BOS_ID, EOS_ID, UNK_ID]
+    assert sorted(ids) == list(range(len(SPECIALS)))  # distinct, the first ids
+    for vocab in (Vocab.build([["ein", "hund"]]), Vocab.build([tokenize(s) for s in SENTENCES])):
+        assert [vocab.encode([SPECIALS[i]])[0] for i in ids] == ids
+    assert TransformerConfig(10, 10).pad_id == PAD_ID  # the model ignores the batches' padding
 
 
 def test_vocab_build_min_freq_and_order():

@@ -25,6 +25,7 @@ from minitransformer.decoding import (
     sequence_log_prob,
     translate,
 )
+from minitransformer.rnn import models as rnn
 from minitransformer.seq2seq import IncrementalDecoder, Seq2SeqModel, reorder_tensors
 
 BOS, EOS, PAD = 1, 2, 0
@@ -138,7 +139,6 @@ def test_decode_next_beyond_max_len_is_a_clear_error():
 
 @pytest.mark.parametrize("name", ["SimpleSeq2Seq", "ContextSeq2Seq", "AttentionSeq2Seq"])
 def test_rnn_models_keep_the_incremental_contract(name):
-    rnn = pytest.importorskip("minitransformer.rnn.models")
     torch.manual_seed(0)
     cfg = rnn.RNNConfig(20, 20, emb_dim=16, hidden_dim=24, attn_dim=16)
     m = getattr(rnn, name)(cfg).eval()

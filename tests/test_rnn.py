@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from minitransformer.data import make_batch, make_synthetic, synthetic_vocab_size
-from minitransformer.decoding import greedy_decode
+from minitransformer.decoding import beam_search, greedy_decode
 from minitransformer.rnn.models import (
     RNN_MODELS,
     AttentionSeq2Seq,
@@ -192,14 +192,11 @@ def test_each_model_overfits_a_tiny_copy_task_and_decodes_it(cls):
 
 @pytest.mark.slow
 def test_beam_search_decodes_rnn_models():
-    decoding = pytest.importorskip("minitransformer.decoding")
-    if not hasattr(decoding, "beam_search"):
-        pytest.skip("beam_search not available yet")
     model, examples, _ = _train_copy(AttentionSeq2Seq)
     batch = make_batch(examples[:8])
     greedy = greedy_decode(model, batch.src, max_len=10)
-    assert decoding.beam_search(model, batch.src, beam_size=1, max_len=10) == greedy
-    beams = decoding.beam_search(model, batch.src, beam_size=3, max_len=10)
+    assert beam_search(model, batch.src, beam_size=1, max_len=10) == greedy
+    beams = beam_search(model, batch.src, beam_size=3, max_len=10)
     assert sum(b == src for b, (src, _) in zip(beams, examples[:8], strict=True)) >= 7
 
 
