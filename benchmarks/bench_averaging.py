@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import time
 
+import machine
 import torch
 
 from minitransformer.data import TokenBatcher, build_vocabs, encode_pairs, load_multi30k
@@ -46,6 +47,7 @@ def main() -> None:
     p.add_argument("--sentences", type=int, default=None, help="first N test sentences only")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
+    machine.report_before_and_after()
     decays = [float(d) for d in args.decays.split(",") if d.strip()]
 
     train = load_multi30k("train")

@@ -24,19 +24,20 @@ weights can be kept (``--model-cache``) to time again without retraining.
 
 Prints wall and CPU seconds, sentences/s and mean output length (words) for
 each, checks that cached and uncached greedy give the same translations, and
-the BLEU of each (meaningful only for a trained model). A matmul speed
-measured before and after tells how busy the machine was (CPU seconds are
-less sensitive to other processes than wall seconds, not insensitive).
+the BLEU of each (meaningful only for a trained model). The machine and a
+matmul speed measured before and after (``machine.py``) tell how busy it
+was (CPU seconds are less sensitive to other processes than wall seconds,
+not insensitive).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import platform
 import time
 from pathlib import Path
 
+import machine
 import torch
 
 from minitransformer import Transformer
@@ -99,19 +100,6 @@ def get_model(args, train) -> tuple[Transformer, Vocab, Vocab, str]:
     return model, src_vocab, tgt_vocab, f"{args.train_minutes:g} min"
 
 
-def matmul_speed() -> tuple[float, float]:
-    """GFLOP/s of a 1024² fp32 matmul now, per wall second and per CPU second
-    of this process: how busy the machine is (about 200 wall on an idle 2-core
-    machine with 2 threads)."""
-    a, b = torch.randn(1024, 1024), torch.randn(1024, 1024)
-    a @ b
-    wall, cpu = time.perf_counter(), time.process_time()
-    for _ in range(10):
-        a @ b
-    flop = 10 * 2 * 1024**3 / 1e9
-    return flop / (time.perf_counter() - wall), flop / (time.process_time() - cpu)
-
-
 def timed(label, fn, references):
     wall, cpu = time.perf_counter(), time.process_time()
     out = fn()
@@ -146,8 +134,7 @@ def main() -> None:
     model.eval()
     sources = [s for s, _ in test]
     references = [t for _, t in test]
-    print(f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} threads, "
-          f"torch {torch.__version__}; vocabularies {len(src_vocab)} / {len(tgt_vocab)}; "
+    print(f"vocabularies {len(src_vocab)} / {len(tgt_vocab)}; "
           f"model trained {minutes}; {len(sources)} sentences, "
           f"batches of {args.batch_size}", flush=True)
 
@@ -156,16 +143,13 @@ def main() -> None:
                                  batch_size=args.batch_size, use_cache=cache)
 
     translate(model, sources[:16], src_vocab, tgt_vocab)  # warm-up
-    print("matmul now: {:.0f} GFLOP/s per wall second, {:.0f} per CPU second".format(
-        *matmul_speed()))
+    machine.report_before_and_after()  # just before the timings
     cached = timed("greedy, key/value cache", run(1, True), references)
     if not args.skip_uncached:
         uncached = timed("greedy, recomputing the prefix", run(1, False), references)
         same = sum(a == b for a, b in zip(cached, uncached, strict=True))
         print(f"cached and uncached greedy agree on {same}/{len(cached)} sentences")
     timed("beam 4 (alpha 0.6), key/value cache", run(4, True), references)
-    print("matmul now: {:.0f} GFLOP/s per wall second, {:.0f} per CPU second".format(
-        *matmul_speed()))
 
 
 if __name__ == "__main__":

@@ -23,12 +23,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+import machine
 import torch
 
 from minitransformer.data import TokenBatcher, build_vocabs, encode_pairs, load_multi30k
@@ -155,7 +155,7 @@ def main(argv=None) -> int:
     p.add_argument("--limit-test", type=int, default=None, help="smoke test: first N sentences")
     p.add_argument("--threads", type=int, default=None,
                    help="torch threads (default: torch's choice; on a machine shared with "
-                   "other jobs, 1 avoids OpenMP oversubscription, which was 10-30x slower here)")
+                   "other jobs, 1 avoids OpenMP oversubscription; see benchmarks/README.md)")
     p.add_argument("--quiet", action="store_true")
     args = p.parse_args(argv)
     names = [n.strip() for n in args.models.split(",") if n.strip()]
@@ -165,6 +165,7 @@ def main(argv=None) -> int:
 
     if args.threads:
         torch.set_num_threads(args.threads)
+    machine.report_before_and_after()
     t0 = time.perf_counter()
     train_pairs = load_multi30k("train", "de", "en")
     valid_pairs = load_multi30k("val", "de", "en")
@@ -183,14 +184,7 @@ def main(argv=None) -> int:
         "script": "benchmarks/bench_rnn_history.py",
         "command": "python " + " ".join(["benchmarks/bench_rnn_history.py", *sys.argv[1:]]),
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "machine": {
-            "platform": platform.platform(),
-            "processor": platform.processor() or platform.machine(),
-            "cpu_count": os.cpu_count(),
-            "torch": torch.__version__,
-            "torch_threads": torch.get_num_threads(),
-            "device": "cpu",
-        },
+        "machine": {**machine.describe(), "processor": machine.cpu_model(), "device": "cpu"},
         "budget_minutes_per_model": args.minutes,
         "contention_note": "",  # filled in by _write from the recorded load
         "train_pairs": len(train_ex),
@@ -201,6 +195,8 @@ def main(argv=None) -> int:
     for name in names:
         record["models"][name] = run_one(name, data, args)
         _write(record, args)
+    record["machine_after"] = machine.describe()
+    _write(record, args)
     return 0
 
 

@@ -20,6 +20,7 @@ import os
 import statistics
 import time
 
+import machine
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -79,6 +80,7 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=os.cpu_count())
     args = p.parse_args()
     torch.set_num_threads(args.threads)
+    machine.report_before_and_after()
     torch.manual_seed(0)
 
     config = mt.TransformerConfig(

@@ -30,6 +30,7 @@ import math
 import statistics
 import time
 
+import machine
 import torch
 from torch import Tensor, nn
 
@@ -155,6 +156,7 @@ def main() -> None:
                    "command line's defaults, then report its test BLEU")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
+    machine.report_before_and_after()
 
     pairs = load_multi30k("train")
     src_vocab, tgt_vocab = build_vocabs(pairs, min_freq=CPU_TOKENIZERS["min_freq"])

@@ -7,17 +7,23 @@ stores the dicts in its JSON.
 
     from machine import describe, print_machine
     before = print_machine("before")
+
+or, in one line once the thread count is set, ``report_before_and_after()``.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
 import platform
 import time
 
 import torch
 
-__all__ = ["cpu_model", "cpu_flags", "matmul_gflops", "describe", "print_machine"]
+__all__ = [
+    "cpu_model", "cpu_flags", "matmul_gflops", "describe", "print_machine",
+    "report_before_and_after",
+]
 
 #: The CPU features that decide the fast paths: AVX-512, native bf16 (AVX512_BF16
 #: or AMX), AVX2 as the floor.
@@ -48,8 +54,8 @@ def cpu_flags() -> dict[str, bool]:
 
 def matmul_gflops(size: int = 1024, repeats: int = 10) -> dict[str, float]:
     """GFLOP/s of a ``size``² fp32 matmul now, per wall second and per CPU
-    second of this process (about 200 per wall second on an idle 2-core
-    AVX-512 machine with 2 threads; a busy machine gives less)."""
+    second of this process (a busy machine gives less; ``benchmarks/README.md``
+    records what the project's machines gave)."""
     a, b = torch.randn(size, size), torch.randn(size, size)
     a @ b
     wall, cpu = time.perf_counter(), time.process_time()
@@ -88,3 +94,11 @@ def print_machine(when: str) -> dict:
           f"({m['cpu']:.0f} per CPU second); load average {d['load_average_1_5_15']}",
           flush=True)
     return d
+
+
+def report_before_and_after() -> dict:
+    """Print the machine now, and again when the script exits (after its
+    measurements, whichever way it ends); returns :func:`describe` of now."""
+    before = print_machine("before")
+    atexit.register(print_machine, "after")
+    return before

@@ -35,6 +35,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+import machine
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
@@ -137,6 +138,7 @@ def main() -> None:
                    help="joint subword vocabulary sizes")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = p.parse_args()
+    machine.report_before_and_after()  # counts do not depend on it; the timings printed do
     started = time.time()
     data = {split: load_multi30k(split) for split in SPLITS}
     rows = [measure("words (min_freq 2, lower-cased)", *build_tokenizers(data["train"]), data)]

@@ -13,8 +13,8 @@ roughly the last hundred steps.
 
 Why: while the learning rate is still large, the weights jitter around the
 valley the optimiser is descending; their average sits nearer its floor.
-On the book's ten-minute CPU runs this was worth 1.3 to 1.5 BLEU with beam
-search, for the cost of one extra copy of the weights (``benchmarks/README.md``).
+It costs one extra copy of the weights; what it gained on the book's
+ten-minute CPU runs is measured in ``benchmarks/README.md``.
 PyTorch's ``torch.optim.swa_utils.AveragedModel`` does the same job for a
 wrapped copy of the whole module; this class keeps only the parameters and
 copies or swaps them into the model itself, so decoding needs nothing new.

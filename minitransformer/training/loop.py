@@ -176,9 +176,9 @@ def _autocast(device: torch.device, amp: str):
 
 def make_optimizer(model: nn.Module, cfg: TrainConfig) -> torch.optim.Adam:
     """Adam with the config's β, ε and weight decay. It uses PyTorch's fused
-    implementation (one kernel for all parameters), which on a CPU is about
-    five times faster than the default per-parameter loop and computes the
-    same update up to rounding."""
+    implementation (one kernel for all parameters), which on a CPU is much
+    faster than the default per-parameter loop (``benchmarks/README.md``)
+    and computes the same update up to rounding."""
     params = [p for p in model.parameters() if p.requires_grad]
     kwargs = dict(lr=cfg.lr, betas=cfg.betas, eps=cfg.eps, weight_decay=cfg.weight_decay)
     try:
@@ -444,8 +444,8 @@ class Trainer:
         self._validated_at = state.step
         self.history.flush()
         if self.valid_batches is not None:
-            averaged = self.average.swapped_in(self.model) if self.average else nullcontext()
-            with averaged:
+            average = self.average
+            with average.swapped_in(self.model) if average is not None else nullcontext():
                 loss = evaluate_loss(
                     self.model, self.valid_batches, self.pad_id, self.device, self.config.amp
                 )
