@@ -58,7 +58,7 @@ from .data import (
 from .decoding import MAX_ROWS, translate
 from .metrics import corpus_scores
 from .model import Transformer, TransformerConfig
-from .training import TrainConfig, fit, pick_device
+from .training import TrainConfig, TrainingDivergedError, fit, pick_device
 from .training.checkpoint import build_model, load_checkpoint
 from .training.presets import CPU_DATA, CPU_MODEL, CPU_TOKENIZERS, CPU_TRAINING, positions_for
 
@@ -596,6 +596,8 @@ def _cmd_train(args: argparse.Namespace) -> int:
             model, train_batches, valid_batches, config, progress=not args.quiet,
             vocabs={"src": src_vocab, "tgt": tgt_vocab},
         )
+    except TrainingDivergedError as err:  # --lr too high: stopped before saving NaN weights
+        raise CLIError(f"{err} (--lr)") from None
     except (MemoryError, RuntimeError) as err:
         if not _out_of_memory(err):
             raise
@@ -753,6 +755,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CLIError as err:
         print(f"{PROG} {args.command}: error: {err}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print(f"{PROG} {args.command}: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as exc:  # fit's says where the steps taken were saved
+        detail = str(exc).removeprefix("fit: interrupted")
+        print(f"{PROG} {args.command}: interrupted{detail}", file=sys.stderr)
         return 130

@@ -14,6 +14,7 @@ import gzip
 import hashlib
 import io
 import json
+import math
 import os
 import random
 import re
@@ -34,6 +35,7 @@ from minitransformer.data import CorpusError, Vocab, load_multi30k
 from minitransformer.data import multi30k as multi30k_module
 from minitransformer.model import Transformer, TransformerConfig
 from minitransformer.rnn import AttentionSeq2Seq, ContextSeq2Seq, RNNConfig, SimpleSeq2Seq
+from minitransformer.training import TrainConfig, TrainingDivergedError, fit
 from minitransformer.training import checkpoint as ckpt_module
 from minitransformer.training.checkpoint import (
     MODEL_CLASSES,
@@ -829,3 +831,142 @@ def test_kill_9_during_training_then_resume(tmp_path):
     history = json.loads((out / "history.json").read_text())
     assert history["step"] == list(range(1, saved + 4))
     assert not list(out.glob(".*.tmp"))  # a save cut by the kill left nothing behind
+
+
+# --- 5, 8, 11. the training loop: divergence, no batches, Ctrl-C ----------------------------
+
+
+def _fit_setup(n: int = 24):
+    from minitransformer.data import TokenBatcher, build_vocabs, encode_pairs
+
+    pairs = load_multi30k("train", root=FIXTURES, download=False)[:n]
+    src_vocab, tgt_vocab = build_vocabs(pairs)
+    examples = encode_pairs(pairs, src_vocab, tgt_vocab)
+    model = Transformer(TransformerConfig(len(src_vocab), len(tgt_vocab), d_model=16,
+                                          num_heads=2, num_encoder_layers=1,
+                                          num_decoder_layers=1, d_ff=32, dropout=0.0,
+                                          max_len=32))
+    return model, TokenBatcher(examples, 64, shuffle=True, seed=0), list(
+        TokenBatcher(examples, 256, shuffle=False))
+
+
+def _quick(**overrides) -> TrainConfig:
+    fields = dict(lr=3e-3, warmup_steps=2, epochs=None, seed=0, device="cpu", log_every=1)
+    return TrainConfig(**{**fields, **overrides})
+
+
+def _all_finite(path: Path) -> bool:
+    ckpt = torch.load(path, weights_only=True)
+    return all(bool(torch.isfinite(t).all()) for t in ckpt["model_state"].values())
+
+
+def test_divergence_stops_with_a_clear_error_and_keeps_the_last_good_checkpoint(tmp_path):
+    model, train, valid = _fit_setup()
+    fit(model, train, valid, _quick(max_steps=4, eval_every=2, checkpoint_dir=str(tmp_path)),
+        progress=False)
+    good = (tmp_path / "last.pt").read_bytes()
+    model, train, valid = _fit_setup()
+    with pytest.raises(TrainingDivergedError, match="not finite") as info:
+        fit(model, train, valid, _quick(lr=1e30, max_steps=40, eval_every=2,
+                                        checkpoint_dir=str(tmp_path), resume=True),
+            progress=False)
+    assert "step 4" in str(info.value)  # says which checkpoint is kept
+    assert (tmp_path / "last.pt").read_bytes() == good
+    assert _all_finite(tmp_path / "best.pt")
+
+
+def test_cli_lr_1e30_exits_non_zero_and_writes_no_broken_checkpoint(tmp_path, capsys):
+    out = tmp_path / "run"
+    code, _, err = _cli(capsys, ["train", "--out", str(out), "--max-steps", "20",
+                                 "--eval-every", "2", *TINY, "--lr", "1e30"])
+    _one_line_error(code, err)
+    assert "diverged" in err
+    assert not (out / "last.pt").exists() or _all_finite(out / "last.pt")
+    code, _, err = _cli(capsys, ["train", "--out", str(out), "--max-steps", "4",
+                                 "--eval-every", "2", *TINY, "--overwrite"])
+    assert code == 0, err
+    good = (out / "last.pt").read_bytes()
+    code, _, err = _cli(capsys, ["train", "--out", str(out), "--max-steps", "40",
+                                 "--eval-every", "2", *TINY, "--resume", "--lr", "1e30"])
+    _one_line_error(code, err)
+    assert "diverged" in err and (out / "last.pt").read_bytes() == good
+
+
+@pytest.mark.parametrize("batches", [[], "too few for two processes"])
+def test_fit_without_training_batches_raises_instead_of_hanging(batches, monkeypatch):
+    from minitransformer.training import distributed
+
+    model, train, valid = _fit_setup()
+    if batches != []:  # one batch, two processes: no complete global step
+        monkeypatch.setattr(distributed, "rank_and_world", lambda: (0, 2))
+        batches = [next(iter(train))]
+    signal.signal(signal.SIGALRM, lambda *a: pytest.fail("fit hung"))
+    signal.alarm(20)
+    try:
+        with pytest.raises(ValueError, match="no batch"):
+            fit(model, batches, valid, _quick(max_steps=5), progress=False)
+    finally:
+        signal.alarm(0)
+
+
+def test_ctrl_c_saves_the_steps_taken_then_resume_continues_exactly(tmp_path):
+    model, train, valid = _fit_setup()
+    whole = fit(model, train, None, _quick(max_steps=7), progress=False)
+
+    def interrupt_at_3(report):
+        if report.step == 3:
+            os.kill(os.getpid(), signal.SIGINT)  # as Ctrl-C does
+
+    model, train, valid = _fit_setup()
+    with pytest.raises(KeyboardInterrupt):
+        fit(model, train, None, _quick(max_steps=7, checkpoint_dir=str(tmp_path)),
+            progress=False, on_step=interrupt_at_3)
+    saved = torch.load(tmp_path / "last.pt", weights_only=True)
+    assert saved["train_state"]["step"] == 3
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back
+    model, train, valid = _fit_setup()
+    resumed = fit(model, train, None, _quick(max_steps=7, checkpoint_dir=str(tmp_path),
+                                             resume=True), progress=False)
+    assert resumed.step == whole.step and resumed.train_loss == whole.train_loss
+
+
+def test_resuming_from_a_checkpoint_without_optimizer_state_says_so(tmp_path):
+    model, train, valid = _fit_setup()
+    fit(model, train, None, _quick(max_steps=2, checkpoint_dir=str(tmp_path)), progress=False)
+    ckpt = torch.load(tmp_path / "last.pt", weights_only=True)
+    ckpt["optimizer_state"] = None
+    torch.save(ckpt, tmp_path / "last.pt")
+    with pytest.raises(ValueError, match="optimizer"):
+        fit(model, train, None, _quick(max_steps=4, checkpoint_dir=str(tmp_path), resume=True),
+            progress=False)
+
+
+@pytest.mark.parametrize("field, value", [("lr", math.inf), ("lr", math.nan), ("lr", 0.0),
+                                          ("max_minutes", math.inf), ("max_minutes", -1.0)])
+def test_train_config_refuses_non_finite_values(field, value):
+    with pytest.raises(ValueError, match=field):
+        TrainConfig(**{field: value})
+
+
+def test_cli_ctrl_c_during_training_saves_then_resume_continues(tmp_path, monkeypatch, capsys):
+    from minitransformer import cli
+
+    real_fit = cli.fit
+
+    def ctrl_c_at_step_3(*args, **kwargs):
+        def on_step(report):
+            if report.step == 3:
+                os.kill(os.getpid(), signal.SIGINT)
+
+        return real_fit(*args, on_step=on_step, **kwargs)
+
+    monkeypatch.setattr(cli, "fit", ctrl_c_at_step_3)
+    out = tmp_path / "run"
+    code, _, err = _cli(capsys, ["train", "--out", str(out), "--max-steps", "50", *TINY])
+    assert code == 130 and "last.pt saved at step 3" in err and "Traceback" not in err
+    assert torch.load(out / "last.pt", weights_only=True)["train_state"]["step"] == 3
+    monkeypatch.undo()
+    code, _, err = _cli(capsys, ["train", "--out", str(out), "--max-steps", "5", *TINY,
+                                 "--resume"])
+    assert code == 0, err
+    assert json.loads((out / "history.json").read_text())["step"] == [1, 2, 3, 4, 5]

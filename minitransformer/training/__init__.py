@@ -13,6 +13,7 @@ from .loop import (
     StepReport,
     TrainConfig,
     Trainer,
+    TrainingDivergedError,
     evaluate_loss,
     fit,
     label_smoothed_cross_entropy,

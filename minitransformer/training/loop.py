@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import math
 import random
+import signal
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -44,8 +46,14 @@ __all__ = [
     "make_optimizer",
     "StepReport",
     "Trainer",
+    "TrainingDivergedError",
     "fit",
 ]
+
+
+class TrainingDivergedError(FloatingPointError):
+    """The loss became NaN or infinite: training stopped before saving the
+    broken weights, so the last checkpoint is the last good one."""
 
 
 @dataclass
@@ -96,6 +104,15 @@ class TrainConfig:
             raise ValueError("TrainConfig: set at least one of epochs, max_steps, max_minutes")
         if self.resume and not self.checkpoint_dir:
             raise ValueError("TrainConfig: resume=True needs a checkpoint_dir")
+        if not (self.lr > 0 and math.isfinite(self.lr)):
+            raise ValueError(f"TrainConfig: lr must be a positive finite number, got {self.lr}")
+        if self.max_minutes is not None and not (
+            self.max_minutes > 0 and math.isfinite(self.max_minutes)
+        ):
+            raise ValueError(
+                f"TrainConfig: max_minutes must be a positive finite number or None, "
+                f"got {self.max_minutes}"
+            )
         self.betas = tuple(self.betas)
 
     def to_dict(self) -> dict:
@@ -392,10 +409,13 @@ class Trainer:
             random.seed(cfg.seed)
         stored_average = self._resume() if cfg.resume else None
         self.average = _make_average(self.model, cfg.ema_decay, stored_average)
+        self._saved_at = self.state.step if cfg.resume else None  # step of last.pt
         self._per_epoch = math.inf  # this process's batches an epoch, once known
         self._elapsed = 0.0  # the last reading of the shared clock
         self._validated_at = -1
         self._train_seconds = 0.0
+        self._finite_until = len(self.history.train_loss)  # losses checked so far
+        self._interrupted = False  # Ctrl-C seen: stop after this step
 
     def _resume(self) -> dict | None:
         """Load ``checkpoint_dir/last.pt`` if it exists: weights, optimiser,
@@ -405,6 +425,10 @@ class Trainer:
         if not path.is_file():
             return None
         ckpt = load_checkpoint(path, map_location=self.device)
+        for key in ("optimizer_state", "train_state", "rng"):
+            if not ckpt.get(key):
+                raise ValueError(f"fit: cannot resume from {path}: it holds no {key} (saved "
+                                 "without an optimizer, or not by fit)")
         self.model.load_state_dict(ckpt["model_state"])
         self.optimizer.load_state_dict(ckpt["optimizer_state"])
         stored = ckpt["train_state"]
@@ -443,12 +467,15 @@ class Trainer:
         state = self.state
         self._validated_at = state.step
         self.history.flush()
+        self._check_finite()
         if self.valid_batches is not None:
             average = self.average
             with average.swapped_in(self.model) if average is not None else nullcontext():
                 loss = evaluate_loss(
                     self.model, self.valid_batches, self.pad_id, self.device, self.config.amp
                 )
+            if not math.isfinite(loss):
+                raise self._diverged(f"the validation loss is {loss} at step {state.step}")
             epoch = state.epoch + state.batch_in_epoch / self._per_epoch
             self.history.add_valid(state.step, epoch, loss)
             if loss < state.best_valid:
@@ -468,6 +495,60 @@ class Trainer:
             train_state={**asdict(self.state), "history": self.history.to_dict()},
             train_config=self.config, vocabs=self.vocabs,
         )
+        if name == "last.pt":
+            self._saved_at = self.state.step
+
+    def _check_finite(self) -> None:
+        """Raise :class:`TrainingDivergedError` if a training loss recorded
+        since the last check is NaN or infinite (in any process)."""
+        start, self._finite_until = self._finite_until, len(self.history.train_loss)
+        steps, losses = self.history.step[start:], self.history.train_loss[start:]
+        bad = next(((s, x) for s, x in zip(steps, losses, strict=True)
+                    if not math.isfinite(x)), None)
+        if dist_utils.is_on():  # every process stops together
+            flag = torch.tensor([0.0 if bad is None else 1.0], device=self.device)
+            if dist_utils.all_reduce_max(flag).item() and bad is None:
+                bad = (self.state.step, "not finite in another process")
+        if bad is not None:
+            raise self._diverged(f"the training loss is {bad[1]} at step {bad[0]}")
+
+    def _diverged(self, what: str) -> TrainingDivergedError:
+        kept = ("nothing was saved" if self._saved_at is None or self.checkpoint_dir is None
+                else f"the last checkpoint, of step {self._saved_at}, is kept")
+        return TrainingDivergedError(
+            f"fit: training diverged: {what} (not finite); {kept}; try a lower learning rate"
+        )
+
+    @contextmanager
+    def _ctrl_c_stops_after_the_step(self) -> Iterator[None]:
+        """While training, Ctrl-C (SIGINT) lets the current step finish; the
+        loop then saves ``last.pt`` and raises ``KeyboardInterrupt``. A second
+        Ctrl-C interrupts at once. Only in the main thread of a single process
+        whose SIGINT handler is Python's default."""
+        usable = (threading.current_thread() is threading.main_thread()
+                  and not dist_utils.is_on()
+                  and signal.getsignal(signal.SIGINT) is signal.default_int_handler)
+        if not usable:
+            yield
+            return
+
+        def handler(signum, frame):
+            if self._interrupted:
+                raise KeyboardInterrupt
+            self._interrupted = True
+
+        signal.signal(signal.SIGINT, handler)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    def _stop_for_ctrl_c(self) -> None:
+        self.history.flush()
+        self._check_finite()
+        self.save("last.pt")
+        where = f"; last.pt saved at step {self.state.step}" if self.checkpoint_dir else ""
+        raise KeyboardInterrupt(f"fit: interrupted{where}")
 
     def run(self, train_batches: Iterable, progress: bool = True) -> History:
         """Train until a budget of the config is spent, validate, and leave
@@ -477,9 +558,15 @@ class Trainer:
         show = progress and self.rank == 0
         bar = _progress_bar(self.config, self._per_epoch, self.state.step, enabled=show)
         self.model.train()
-        reason = self._tick()
-        while reason is None:
-            reason = self._run_epoch(train_batches, bar)
+        try:
+            with self._ctrl_c_stops_after_the_step():
+                reason = self._tick()
+                while reason is None:
+                    reason = self._run_epoch(train_batches, bar)
+        except BaseException:
+            if bar is not None:
+                bar.close()
+            raise
         if self._validated_at != self.state.step:
             self.validate()
         if self.average is not None:
@@ -502,16 +589,24 @@ class Trainer:
         cfg, state = self.config, self.state
         if hasattr(train_batches, "set_epoch"):
             train_batches.set_epoch(state.epoch)  # reshuffle reproducibly
+        fresh, steps = state.batch_in_epoch == 0, 0
         for batch in _own_batches(train_batches, state.batch_in_epoch, self.rank, self.world):
             self.step(batch)
+            steps += 1
+            if self._interrupted:
+                self._stop_for_ctrl_c()
             if state.step % cfg.log_every == 0:
                 self.history.flush()
+                self._check_finite()
                 _update_bar(bar, self.history, cfg, self._start)
             if cfg.eval_every and state.step % cfg.eval_every == 0:
                 self.validate()
             reason = self._tick()
             if reason is not None:
                 return reason
+        if fresh and steps == 0:  # else the loop would never end
+            each = f" ({self.world} per step, one per process)" if self.world > 1 else ""
+            raise ValueError(f"fit: train_batches gave no batch for a step{each}")
         state.epoch += 1
         state.batch_in_epoch = 0
         if not cfg.eval_every:
