@@ -565,7 +565,7 @@ def loaded_once(tmp_path_factory):
     return path, cli._load(path, "cpu")
 
 
-@settings(max_examples=30, deadline=None, derandomize=True,
+@settings(max_examples=30, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.one_of(st.binary(max_size=20),
                           st.sampled_from([b"\r", b"\n", b"\r\n", b"\n\r", b"\x1b[2J", b"\x00",
