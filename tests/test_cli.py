@@ -397,3 +397,16 @@ def test_preset_configs_take_overrides():
     assert t.max_minutes == 2 and t.ema_decay is None
     assert {k: getattr(t, k) for k in CPU_TRAINING if k != "ema_decay"} == {
         k: v for k, v in CPU_TRAINING.items() if k != "ema_decay"}
+
+
+def test_the_cli_imports_at_the_top():
+    """Imports inside functions hide what the command line depends on."""
+    import minitransformer.cli as cli
+
+    tree = ast.parse(Path(cli.__file__).read_text(encoding="utf-8"))
+    inside = [
+        f"{fn.name}: line {node.lineno}"
+        for fn in ast.walk(tree) if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+        for node in ast.walk(fn) if isinstance(node, (ast.Import, ast.ImportFrom))
+    ]
+    assert not inside, inside
