@@ -8,18 +8,11 @@ needed to build or run a model, only to train one.
 
 from .averaging import ExponentialMovingAverage
 from .checkpoint import CHECKPOINT_FORMAT, build_model, load_checkpoint, save_checkpoint
+from .config import TrainConfig
+from .device import autocast_for, pick_device
 from .history import History
-from .loop import (
-    StepReport,
-    TrainConfig,
-    Trainer,
-    TrainingDivergedError,
-    evaluate_loss,
-    fit,
-    label_smoothed_cross_entropy,
-    make_optimizer,
-    pick_device,
-)
+from .loop import StepReport, Trainer, TrainingDivergedError, fit, make_optimizer
+from .loss import evaluate_loss, label_smoothed_cross_entropy
 from .presets import (
     CPU_DATA,
     CPU_MODEL,

@@ -1,4 +1,4 @@
-"""Training a sequence-to-sequence model: loss, optimiser, schedule, loop.
+"""The training loop: :func:`fit` and the :class:`Trainer` behind it.
 
 Follows Vaswani et al. (2017), section 5: Adam with β = (0.9, 0.98),
 ε = 1e-9, the warm-up learning-rate schedule (:mod:`minitransformer.training.schedule`)
@@ -34,15 +34,13 @@ from torch import Tensor, nn
 from . import distributed as dist_utils
 from .averaging import ExponentialMovingAverage
 from .checkpoint import load_checkpoint, save_checkpoint, set_rng_state
+from .config import TrainConfig
+from .device import autocast_for, pick_device
 from .history import History
-from .schedule import SCHEDULES, learning_rate
+from .loss import batch_parts, evaluate_loss, loss_sum, pad_id_of
+from .schedule import learning_rate
 
 __all__ = [
-    "TrainConfig",
-    "History",
-    "label_smoothed_cross_entropy",
-    "evaluate_loss",
-    "pick_device",
     "make_optimizer",
     "StepReport",
     "Trainer",
@@ -56,141 +54,6 @@ class TrainingDivergedError(FloatingPointError):
     broken weights, so the last checkpoint is the last good one."""
 
 
-@dataclass
-class TrainConfig:
-    """Settings of :func:`fit` (defaults: the paper's optimiser, a small warm-up)."""
-
-    lr: float = 1e-3  # peak learning rate (after warm-up)
-    # "noam" (warm-up then 1/√step), "constant" (warm-up then flat) or "linear"
-    # (warm-up then a straight line to 0 at the end of the budget; see schedule.py)
-    schedule: str = "noam"
-    warmup_steps: int = 1000  # the paper: 4000 (with 25,000-token batches)
-    betas: tuple[float, float] = (0.9, 0.98)
-    eps: float = 1e-9
-    weight_decay: float = 0.0
-    label_smoothing: float = 0.1
-    # keep a moving average of the weights (minitransformer.training.averaging) with this
-    # decay; validation, build_model (from a checkpoint) and the model after fit use it
-    ema_decay: float | None = None
-    clip_norm: float | None = 1.0  # max global gradient norm; None = no clipping
-    epochs: int | None = 10  # stop after this many passes over the data (None = no limit)
-    max_steps: int | None = None  # ... or this many optimiser steps in total
-    max_minutes: float | None = None  # ... or this much wall time in this call
-    eval_every: int | None = None  # validate every N steps; None = after each epoch
-    seed: int | None = 0  # seeds torch/random at the start (dropout); None = leave as is
-    device: str = "auto"  # "auto" (CUDA, then MPS, then CPU) or a torch device string
-    amp: str = "auto"  # "bf16", "off", or "auto" (bf16 on CUDA GPUs that support it)
-    checkpoint_dir: str | None = None  # write last.pt (and best.pt) here at each evaluation
-    resume: bool = False  # continue from checkpoint_dir/last.pt if it exists
-    log_every: int = 10  # steps between progress-bar updates and history flushes
-    pad_id: int | None = None  # None: model.config.pad_id
-
-    def __post_init__(self) -> None:
-        if self.schedule not in SCHEDULES:
-            raise ValueError(
-                f"TrainConfig: schedule must be one of {SCHEDULES}, got {self.schedule!r}"
-            )
-        if self.amp not in ("auto", "bf16", "off"):
-            raise ValueError(f"TrainConfig: amp must be 'auto', 'bf16' or 'off', got {self.amp!r}")
-        if not 0.0 <= self.label_smoothing < 1.0:
-            raise ValueError(
-                f"TrainConfig: label_smoothing must be in [0, 1), got {self.label_smoothing}"
-            )
-        if self.ema_decay is not None and not 0.0 < self.ema_decay < 1.0:
-            raise ValueError(
-                f"TrainConfig: ema_decay must be in (0, 1) or None, got {self.ema_decay}"
-            )
-        if self.epochs is None and self.max_steps is None and self.max_minutes is None:
-            raise ValueError("TrainConfig: set at least one of epochs, max_steps, max_minutes")
-        if self.resume and not self.checkpoint_dir:
-            raise ValueError("TrainConfig: resume=True needs a checkpoint_dir")
-        if not (self.lr > 0 and math.isfinite(self.lr)):
-            raise ValueError(f"TrainConfig: lr must be a positive finite number, got {self.lr}")
-        if self.max_minutes is not None and not (
-            self.max_minutes > 0 and math.isfinite(self.max_minutes)
-        ):
-            raise ValueError(
-                f"TrainConfig: max_minutes must be a positive finite number or None, "
-                f"got {self.max_minutes}"
-            )
-        self.betas = tuple(self.betas)
-
-    def to_dict(self) -> dict:
-        """Plain dict; ``TrainConfig(**d)`` rebuilds it."""
-        return asdict(self)
-
-
-def label_smoothed_cross_entropy(
-    logits: Tensor, target: Tensor, smoothing: float = 0.1, pad_id: int = 0
-) -> Tensor:
-    """Mean label-smoothed cross-entropy over the non-pad target tokens.
-
-    The smoothed target puts ``1 - ε + ε/V`` on the true token and ``ε/V`` on
-    every other one (the convention of ``F.cross_entropy(label_smoothing=ε)``),
-    so the loss is ``(1 - ε)·(−log p_true) + ε·mean_v(−log p_v)``.
-
-    Args:
-        logits: ``(B, T, V)`` unnormalised scores.
-        target: ``(B, T)`` token ids; positions equal to ``pad_id`` count for nothing.
-        smoothing: ε in [0, 1).
-        pad_id: the padding id.
-
-    Returns: a scalar tensor (0 if there is no non-pad token).
-    """
-    total, count = _loss_sum(logits, target, smoothing, pad_id)
-    return total / count.clamp(min=1)
-
-
-def _loss_sum(
-    logits: Tensor, target: Tensor, smoothing: float, pad_id: int
-) -> tuple[Tensor, Tensor]:
-    """``(sum of the smoothed loss over non-pad tokens, number of them)``."""
-    if logits.dim() != 3 or target.shape != logits.shape[:2]:
-        raise ValueError(
-            f"label_smoothed_cross_entropy: expected logits (B, T, V) and target (B, T), "
-            f"got {tuple(logits.shape)} and {tuple(target.shape)}"
-        )
-    logp = logits.float().log_softmax(dim=-1)  # (B, T, V)
-    keep = target != pad_id  # (B, T)
-    nll = -logp.gather(-1, target.unsqueeze(-1)).squeeze(-1)  # (B, T)
-    loss = nll if smoothing == 0 else (1 - smoothing) * nll - smoothing * logp.mean(dim=-1)
-    return loss.masked_fill(~keep, 0.0).sum(), keep.sum()
-
-
-def pick_device(preference: str = "auto") -> torch.device:
-    """CUDA if available, then Apple's MPS, then the CPU (or ``preference`` if not "auto").
-
-    Raises ``RuntimeError`` (one line) for a device this machine does not have
-    (``"cuda"`` without a GPU, ``"cuda:3"`` with one) or cannot compute on
-    (``"meta"``), so the mistake shows before anything is loaded or written.
-    """
-    if preference != "auto":
-        device = torch.device(preference)  # RuntimeError for a malformed string
-        if device.type == "meta":
-            raise RuntimeError("the 'meta' device holds no data; use 'cpu', 'cuda' or 'auto'")
-        try:
-            torch.empty(1, device=device)
-        except Exception as err:  # not compiled with it, no such GPU, no driver
-            reason = str(err).strip().split(". ")[0][:120] or type(err).__name__
-            raise RuntimeError(f"device {preference!r} is not available here ({reason})") from None
-        return device
-    if torch.cuda.is_available():
-        return torch.device("cuda")
-    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
-        return torch.device("mps")
-    return torch.device("cpu")
-
-
-def _autocast(device: torch.device, amp: str):
-    """bf16 autocast context for ``amp`` ("auto": on CUDA with bf16 support only)."""
-    use = amp == "bf16" or (
-        amp == "auto" and device.type == "cuda" and torch.cuda.is_bf16_supported()
-    )
-    if not use:
-        return nullcontext
-    return lambda: torch.autocast(device_type=device.type, dtype=torch.bfloat16)
-
-
 def make_optimizer(model: nn.Module, cfg: TrainConfig) -> torch.optim.Adam:
     """Adam with the config's β, ε and weight decay. It uses PyTorch's fused
     implementation (one kernel for all parameters), which on a CPU is much
@@ -202,56 +65,6 @@ def make_optimizer(model: nn.Module, cfg: TrainConfig) -> torch.optim.Adam:
         return torch.optim.Adam(params, fused=True, **kwargs)
     except (RuntimeError, TypeError):  # a device or dtype without a fused kernel
         return torch.optim.Adam(params, **kwargs)
-
-
-def _parts(batch: Any) -> tuple[Tensor, Tensor, Tensor]:
-    if isinstance(batch, (tuple, list)) and len(batch) == 3:
-        return tuple(batch)
-    try:
-        return batch.src, batch.tgt_in, batch.tgt_out
-    except AttributeError:
-        raise TypeError(
-            "fit: each batch must have src, tgt_in and tgt_out (a minitransformer.data.Batch) "
-            f"or be a (src, tgt_in, tgt_out) tuple, got {type(batch).__name__}"
-        ) from None
-
-
-def _pad_id(model: nn.Module, pad_id: int | None) -> int:
-    if pad_id is not None:
-        return pad_id
-    return getattr(getattr(model, "config", None), "pad_id", 0)
-
-
-@torch.no_grad()
-def evaluate_loss(
-    model: nn.Module,
-    batches: Iterable,
-    pad_id: int | None = None,
-    device: torch.device | str | None = None,
-    amp: str = "off",
-) -> float:
-    """Mean cross-entropy (no label smoothing, nats per target token) over
-    ``batches``; ``exp`` of it is the perplexity. Under ``torchrun`` each
-    process evaluates its share and the sums are combined."""
-    inner = getattr(model, "module", model)
-    pad = _pad_id(inner, pad_id)
-    device = torch.device(device) if device is not None else next(inner.parameters()).device
-    cast = _autocast(device, amp)
-    was_training = inner.training
-    inner.eval()
-    total = torch.zeros(2, dtype=torch.float64, device=device)
-    rank, world = dist_utils.rank_and_world()
-    for i, batch in enumerate(batches):
-        if i % world != rank:
-            continue
-        src, tgt_in, tgt_out = (t.to(device) for t in _parts(batch))
-        with cast():
-            logits = inner(src, tgt_in)
-        loss_sum, count = _loss_sum(logits, tgt_out, 0.0, pad)
-        total += torch.stack([loss_sum.double(), count.double()])
-    dist_utils.all_reduce_sum(total)
-    inner.train(was_training)
-    return float(total[0] / total[1].clamp(min=1))
 
 
 @dataclass
@@ -399,9 +212,9 @@ class Trainer:
         self.rank, self.world = dist_utils.rank_and_world()
         self.model = model.to(self.device)
         self._wrapped = dist_utils.wrap(self.model, self.device)  # DDP or the model itself
-        self.pad_id = _pad_id(self.model, cfg.pad_id)
+        self.pad_id = pad_id_of(self.model, cfg.pad_id)
         self.optimizer = make_optimizer(self.model, cfg)
-        self._cast = _autocast(self.device, cfg.amp)
+        self._cast = autocast_for(self.device, cfg.amp)
         self.history, self.state = History(), _State()
         self.checkpoint_dir = Path(cfg.checkpoint_dir) if cfg.checkpoint_dir else None
         if cfg.seed is not None:
@@ -446,7 +259,7 @@ class Trainer:
         spent = _budget_spent(cfg, state, self._elapsed, self._per_epoch)
         lr = learning_rate(state.step + 1, cfg.lr, cfg.schedule, cfg.warmup_steps, spent)
         loss, tokens = _optimiser_step(
-            self._wrapped, self.optimizer, _parts(batch), lr, cfg, self.pad_id, self.device,
+            self._wrapped, self.optimizer, batch_parts(batch), lr, cfg, self.pad_id, self.device,
             self._cast,
         )
         if self.average is not None:
@@ -678,19 +491,19 @@ def _optimiser_step(
         group["lr"] = lr
     with cast():
         logits = model(src, tgt_in)  # (B, T, V)
-    loss_sum, count = _loss_sum(logits, tgt_out, cfg.label_smoothing, pad)
+    summed, count = loss_sum(logits, tgt_out, cfg.label_smoothing, pad)
     # Mean over the non-pad tokens of the *global* batch: each process divides
     # by the total count; DDP then averages (÷ world), so multiply back.
     total = dist_utils.all_reduce_sum(count.detach().clone()) if dist_utils.is_on() else count
     _, world = dist_utils.rank_and_world()
-    loss = loss_sum * world / total.clamp(min=1)
+    loss = summed * world / total.clamp(min=1)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     if cfg.clip_norm is not None:
         nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_norm)
     optimizer.step()
     tokens = int(count) + int((src != pad).sum())
-    return (loss_sum / count.clamp(min=1)).detach(), tokens
+    return (summed / count.clamp(min=1)).detach(), tokens
 
 
 def _progress_bar(cfg: TrainConfig, per_epoch: float, initial: int, enabled: bool):
