@@ -86,3 +86,36 @@ def test_plot_attention_rejects_bad_shapes_and_labels():
         plot_attention(torch.rand(3, 4), keys=["a", "b"])
     with pytest.raises(ValueError, match="1 queries labels for 3 rows"):
         plot_attention(torch.rand(3, 4), queries=["a"])
+
+
+@pytest.mark.parametrize("shape", [(1, 6), (4, 6), (3, 1), (24, 24), (7, 130)])
+def test_plot_attention_without_labels_ticks_integer_positions(shape):
+    # Regression: matplotlib's own ticks on a small heatmap fall on cell
+    # edges and fractions (-0.5, 0.0, 0.5), which name no position.
+    ax = plot_attention(np.full(shape, 0.5), colorbar=False)
+    ax.figure.canvas.draw()
+    for ticks, n in ((ax.get_xticks(), shape[1]), (ax.get_yticks(), shape[0])):
+        assert len(ticks) >= 1 and ticks[0] == 0
+        assert all(float(t).is_integer() and 0 <= t < n for t in ticks), ticks
+        assert len(ticks) == n or len(ticks) <= 12  # every position, or a readable subset
+        steps = set(np.diff(ticks).tolist())
+        assert len(steps) <= 1 and steps <= {1, 2, 5, 10, 20, 50}  # evenly spaced
+    labels = [t.get_text() for t in ax.get_xticklabels()]
+    assert labels == [str(int(t)) for t in ax.get_xticks()]  # drawn as 0, 1, 2, not 0.0
+
+
+def test_position_ticks_cover_every_position_or_an_even_subset():
+    from minitransformer.instruments.plotting import position_ticks
+
+    assert position_ticks(0) == []
+    assert position_ticks(1) == [0]
+    assert position_ticks(12) == list(range(12))
+    for n in range(13, 400):
+        ticks = position_ticks(n)
+        step = ticks[1] - ticks[0]
+        assert ticks == list(range(0, n, step)) and len(ticks) <= 12
+        # The step is the smallest of 1, 2, 5, 10, 20, ... that fits in 12 ticks.
+        smaller = [s for s in (1, 2, 5, 10, 20, 50) if s < step]
+        assert all(len(range(0, n, s)) > 12 for s in smaller)
+    with pytest.raises(ValueError, match="max_ticks"):
+        position_ticks(5, max_ticks=0)

@@ -23,17 +23,37 @@ import torch
 from matplotlib.axes import Axes
 from torch import Tensor
 
-__all__ = ["STYLE_FILE", "HEATMAP_CMAP", "use_book_style", "plot_attention"]
+__all__ = ["STYLE_FILE", "HEATMAP_CMAP", "use_book_style", "plot_attention", "position_ticks"]
 
 #: The matplotlib style file every chapter uses.
 STYLE_FILE = Path(__file__).with_name("book.mplstyle")
 #: Perceptually uniform, colour-blind-safe colormap for heatmaps.
 HEATMAP_CMAP = "viridis"
+#: At most this many position ticks on an unlabelled heatmap axis.
+MAX_POSITION_TICKS = 12
 
 
 def use_book_style() -> None:
     """Apply the book's matplotlib style (sizes, grid, Okabe-Ito colours)."""
     plt.style.use(STYLE_FILE)
+
+
+def position_ticks(n: int, max_ticks: int = MAX_POSITION_TICKS) -> list[int]:
+    """Tick positions for an axis of ``n`` cells indexed 0..n-1: every index
+    if there are at most ``max_ticks``, else every 2nd, 5th, 10th, 20th, ...
+    (a step of 1, 2 or 5 times a power of ten), starting at 0.
+
+    Example:
+        >>> position_ticks(4), position_ticks(30)
+        ([0, 1, 2, 3], [0, 5, 10, 15, 20, 25])
+    """
+    if max_ticks < 1:
+        raise ValueError(f"position_ticks: max_ticks must be at least 1, got {max_ticks}")
+    k, step = 0, 1
+    while n > 0 and (n - 1) // step + 1 > max_ticks:  # ticks at 0, step, 2 step, ... < n
+        k += 1
+        step = (1, 2, 5)[k % 3] * 10 ** (k // 3)
+    return list(range(0, n, step))
 
 
 def plot_attention(
@@ -51,8 +71,11 @@ def plot_attention(
 
     Args:
         weights: ``(Lq, Lk)`` attention weights (rows sum to 1); a tensor or an array.
-        keys: optional ``Lk`` labels for the x axis (e.g. source tokens).
-        queries: optional ``Lq`` labels for the y axis (e.g. target tokens).
+        keys: optional ``Lk`` labels for the x axis (e.g. source tokens);
+            without them the axis shows integer positions (:func:`position_ticks`),
+            never the cell edges or fractions matplotlib would choose.
+        queries: optional ``Lq`` labels for the y axis (e.g. target tokens);
+            without them integer positions, as for ``keys``.
         ax: axes to draw on; a new figure sized to the matrix if None.
         title, xlabel, ylabel: texts; give units where there are any.
         colorbar: draw a colour bar labelled ``colorbar_label``.
@@ -79,8 +102,12 @@ def plot_attention(
     ax.grid(False)
     if keys is not None:
         ax.set_xticks(range(len(keys)), list(keys), rotation=60, ha="right")
+    else:
+        ax.set_xticks(position_ticks(w.shape[1]))
     if queries is not None:
         ax.set_yticks(range(len(queries)), list(queries))
+    else:
+        ax.set_yticks(position_ticks(w.shape[0]))
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if title:
