@@ -20,6 +20,8 @@ import time
 
 import torch
 
+from minitransformer.instruments.machine import cpu_model  # the chapters' name for it
+
 __all__ = [
     "cpu_model", "cpu_flags", "matmul_gflops", "describe", "print_machine",
     "report_before_and_after",
@@ -39,11 +41,6 @@ def _cpuinfo() -> dict[str, str]:
     first = text.split("\n\n", 1)[0]
     fields = (line.partition(":") for line in first.splitlines())
     return {k.strip(): v.strip() for k, _, v in fields}
-
-
-def cpu_model() -> str:
-    """The CPU's model name (Linux: /proc/cpuinfo), else what ``platform`` says."""
-    return _cpuinfo().get("model name") or platform.processor() or platform.machine()
 
 
 def cpu_flags() -> dict[str, bool]:
