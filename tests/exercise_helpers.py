@@ -3,6 +3,11 @@ function and assert its verdict."""
 
 from __future__ import annotations
 
+import re
+
+#: Chinese characters and full-width punctuation: a wrapped verdict may break between them.
+_WIDE = "\u2e80-\u9fff\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef"
+
 
 def run_checker(checker, fn, capsys, **kwargs):
     """(returned bool, printed verdict) of ``checker(fn)``."""
@@ -14,8 +19,11 @@ def run_checker(checker, fn, capsys, **kwargs):
 
 
 def flat(text: str) -> str:
-    """Verdicts are wrapped to 88 columns: compare with whitespace collapsed."""
-    return " ".join(text.split())
+    """Verdicts are wrapped to 88 columns: compare with whitespace collapsed,
+    and with no space beside a Chinese character (Chinese lines break between
+    characters, which the collapsing would turn into a space)."""
+    text = " ".join(text.split())
+    return re.sub(f" (?=[{_WIDE}])|(?<=[{_WIDE}]) ", "", text)
 
 
 def assert_passes(checker, fn, capsys):

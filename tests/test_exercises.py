@@ -222,10 +222,22 @@ def test_every_message_id_used_exists_and_every_english_id_is_used():
     assert set(ENGLISH) - used == set(), "ids in locales/en.py that no checker uses"
 
 
+#: Languages that must translate every message (others may fall back to English).
+COMPLETE_LANGUAGES = ["en", "zh"]
+#: Messages made of code, shapes and names only, the same in every language.
+CODE_ONLY = {"name.y", "merge.case.plain", "ls.case.float64"}
+
+
 @pytest.mark.parametrize("lang", _messages.available_languages())
 def test_every_language_has_the_english_ids_and_format_fields(lang):
     messages = _messages.catalogue(lang)
     assert set(messages) <= set(ENGLISH), f"{lang}: ids that English lacks"
+    if lang in COMPLETE_LANGUAGES:
+        missing = sorted(set(ENGLISH) - set(messages))
+        assert not missing, f"{lang}: no translation of {missing}"
+        untranslated = sorted(k for k in messages if lang != "en" and messages[k] == ENGLISH[k]
+                              and k not in CODE_ONLY)
+        assert not untranslated, f"{lang}: English text copied as is: {untranslated}"
     for key, text in messages.items():
         assert _messages.format_fields(text) == _messages.format_fields(ENGLISH[key]), (
             f"{lang}: {key} has fields {_messages.format_fields(text)}, English "

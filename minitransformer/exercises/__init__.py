@@ -92,13 +92,16 @@ Verdicts are printed in the language set with :func:`set_language` (default
 The checking logic holds no text: every message is looked up by id in
 ``minitransformer/exercises/locales/<code>.py``, whose ``MESSAGES`` dict maps
 ids such as ``"sdpa.hint.no_scale"`` to text with ``str.format`` fields
-(``{shape}``). **To add a language**, add one module there, e.g. ``zh.py``,
-defining ``MESSAGES`` with the same ids as ``en.py`` and the same ``{fields}``
-in each text; nothing else changes. An id the new module lacks is printed in
+(``{shape}``). English (``en.py``) and Chinese (``zh.py``) are complete.
+**To add a language**, add one module there, e.g. ``fr.py``, defining
+``MESSAGES`` with the same ids as ``en.py`` and the same ``{fields}`` in each
+text; nothing else changes. An id the new module lacks is printed in
 English, and the tests check that every id it has exists in English with the
-same fields. Verdicts are wrapped at spaces to 88 columns, so a language
-written without spaces comes out as long lines; break them with ``\\n`` in
-the text where needed (each line is wrapped on its own).
+same fields (and, for the complete languages, that every English id is
+translated). Verdicts are wrapped to 88 columns at spaces and, in text
+written without spaces such as Chinese, between characters, a Chinese
+character counting two columns (:mod:`~minitransformer.exercises._text`), so
+messages need no line breaks of their own.
 """
 
 from ._messages import available_languages, get_language, set_language

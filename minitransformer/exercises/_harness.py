@@ -21,12 +21,10 @@ No text lives here: messages are ids looked up with
 
 from __future__ import annotations
 
-import functools
 import inspect
 import math
 import os
 import re
-import textwrap
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -36,6 +34,7 @@ import torch
 from torch import Tensor, nn
 
 from ._messages import t, using_language
+from ._text import wrap
 
 #: Marks of a pass and a failure (plain symbols: they render in any font).
 PASS = "✓"
@@ -83,17 +82,6 @@ class Mistake:
     hint: Msg
     compute: Callable[..., Any]
     nan: str = "any"
-
-
-def wrap(text: str, width: int = 88, first: str = "") -> str:
-    """Wrap each line of a verdict to ``width`` columns (book pages do not wrap
-    code output); lines after the first are indented by three spaces."""
-    lines = text.split("\n")
-    fill = functools.partial(textwrap.fill, width=width, subsequent_indent="   ",
-                             break_on_hyphens=False, break_long_words=False)
-    out = [fill(lines[0].strip(), initial_indent=first)]
-    out += [fill(line.strip(), initial_indent="   ") for line in lines[1:]]
-    return "\n".join(out)
 
 
 def generator(seed: int = 0) -> torch.Generator:
@@ -147,7 +135,7 @@ def structure_problem(
     ``names`` are message ids naming the returned items."""
     if isinstance(expected, tuple):
         if not isinstance(got, (tuple, list)) or len(got) != len(expected):
-            what = ", ".join(t(n) for n in names)
+            what = t("harness.list_names").join(t(n) for n in names)
             return t("struct.tuple", names=what, got=describe(got))
         for g, e, n in zip(got, expected, names):
             problem = structure_problem(g, e, (n,), strict_dtype)
@@ -505,7 +493,7 @@ def _check(title, fn, cases, reference, mistakes, *, signature, names, atol, rto
 
     results = [got for _, got in runs]
     note = on_pass(results) if on_pass is not None else None
-    labels = "; ".join(c.describe() for c in cases)
+    labels = t("harness.list_cases").join(c.describe() for c in cases)
     print(wrap(f"{PASS} {title}: {t('harness.passed', count=len(cases))}\n"
                f"{t('harness.tested', labels=labels)}"))
     if note:

@@ -45,6 +45,8 @@ MESSAGES: dict[str, str] = {
     "harness.worst_nan": "your result has NaN, e.g. at index {index} (expected {expected})",
     "harness.in_item": "{what} (in item {index} of the returned tuple)",
     "harness.expected_got": "expected {expected}, got {got}",
+    "harness.list_names": ", ",  # between the names of returned items: "the output, the weights"
+    "harness.list_cases": "; ",  # between the descriptions of the tests after "Tested:"
     # ------------------------------------------------------------------ describe
     "describe.tensor": "a tensor of shape {shape} and dtype {dtype}",
     "describe.sequence": "a {kind} of {n} items",
