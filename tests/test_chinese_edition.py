@@ -11,7 +11,8 @@ Checked on the stored files (no build, no kernel):
   display math and link targets;
 - every code cell, its outputs, execution count and metadata, and every cell
   id are the same in both editions (read from the notebook files, not from
-  the tool);
+  the tool), except what the check cells print: the checkers' verdicts, the
+  same ones in Chinese;
 - every page of the English table of contents has a Chinese page at the
   same path, and the two configurations point at each other.
 
@@ -24,6 +25,7 @@ a temporary folder.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -34,6 +36,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 
+import exercise_verdicts as verdicts  # noqa: E402
 import make_chinese_edition as zh  # noqa: E402
 import sync_colab_cell as colab  # noqa: E402
 import translations as tr  # noqa: E402
@@ -84,6 +87,30 @@ def test_translations_keep_the_structure_of_the_english(page):
     assert not found, f"{page.translation}:\n  " + "\n  ".join(found)
 
 
+def _printed(cell: dict) -> str:
+    return "".join("".join(o["text"]) for o in cell["outputs"]
+                   if o["output_type"] == "stream" and o["name"] == "stdout")
+
+
+def _assert_same_check_cell(en: dict, cn: dict) -> None:
+    """A check cell: the same code and outputs, except that what it printed (the checkers'
+    verdicts) is in Chinese, with the same verdicts (pass or fail, and which checker)."""
+    def without_printed(cell):
+        outputs = [o for o in cell["outputs"]
+                   if not (o["output_type"] == "stream" and o["name"] == "stdout")]
+        return {**cell, "outputs": outputs}
+
+    assert without_printed(cn) == without_printed(en), f"code cell {en['id']} differs"
+    english, chinese = _printed(en), _printed(cn)
+    marks = re.compile(r"^[✓✗] \w+: ", re.MULTILINE)
+    assert marks.findall(chinese) == marks.findall(english), (
+        f"check cell {en['id']}: other verdicts than the English:\n{chinese}\n{english}")
+    if english:
+        assert re.search("[\u4e00-\u9fff]", chinese) and not re.search(
+            r"\b(Not implemented|correct on all|Tested:|failed on)", chinese), (
+            f"check cell {en['id']}: its verdict is not in Chinese:\n{chinese}")
+
+
 @pytest.mark.parametrize("path", ZH_NOTEBOOKS, ids=[p.stem for p in ZH_NOTEBOOKS])
 def test_code_and_outputs_are_the_english_ones(path):
     english = json.loads((ROOT / "notebooks" / path.name).read_text(encoding="utf-8"))
@@ -93,7 +120,9 @@ def test_code_and_outputs_are_the_english_ones(path):
     assert [(c["id"], c["cell_type"]) for c in cells] == [
         (c["id"], c["cell_type"]) for c in english["cells"]], "cells differ in id, kind or order"
     for en, cn in zip(english["cells"], cells):
-        if en["cell_type"] == "code":
+        if en["cell_type"] == "code" and verdicts.is_check_cell("".join(en["source"])):
+            _assert_same_check_cell(en, cn)
+        elif en["cell_type"] == "code":
             assert cn == en, f"code cell {en['id']} differs from the English one"
         else:
             assert {k: v for k, v in cn.items() if k != "source"} == {
@@ -349,3 +378,56 @@ def test_search_words_are_the_glossary_terms():
     for term in ["自注意力", "多头注意力", "位置编码", "缩放因子", "掩码", "残差连接", "层归一化"]:
         assert term in words
     assert all(zh._CJK_TERM.match(w) for w in words)
+
+
+def _code(source: str, cell_id: str, printed: str | None = None):
+    cell = nbformat.v4.new_code_cell(source)
+    cell.id = cell_id
+    if printed is not None:
+        cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=printed),
+                        nbformat.v4.new_output("execute_result", data={"text/plain": "False"},
+                                               execution_count=1)]
+    return cell
+
+
+STUB = """\
+from minitransformer.exercises import check_causal_mask
+
+
+def my_mask(length):
+    raise NotImplementedError
+
+
+check_causal_mask(my_mask)"""
+
+
+def test_tool_stores_the_check_cells_verdicts_in_chinese(tmp_path):
+    root = _tiny_book(tmp_path, {"t": "# Title"})
+    nb = _notebook({"t": "# Title"})
+    nb.cells += [
+        _code("import torch\nLENGTH = 3\nprint(LENGTH)", "setup", "3\n"),
+        _code(STUB, "stub", "✗ causal_mask: Not implemented yet ...\n"),
+        _code("def solution(length):\n    return torch.ones(length, length).bool().tril()",
+              "solution"),
+        _code("check_causal_mask(solution)", "right", "✓ causal_mask: correct ...\n"),
+        _code("check_causal_mask(solution)", "not-run"),
+    ]
+    nbformat.write(nb, root / "notebooks" / "00_x.ipynb")
+    zh.main(["--root", str(root), "--update", "notebooks/00_x.ipynb"])
+    chinese = {c.id: c for c in nbformat.read(root / "zh" / "notebooks" / "00_x.ipynb",
+                                                as_version=4).cells}
+    english = {c.id: c for c in nb.cells}
+    assert chinese["setup"] == english["setup"]  # not a check cell: as in English
+    stub, right = chinese["stub"].outputs, chinese["right"].outputs
+    assert stub[0].text.startswith("✗ causal_mask: 还没有实现：")
+    assert stub[1] == english["stub"].outputs[1]  # the returned False
+    assert re.match(r"✓ causal_mask: 全部 \d+ 个测试都正确。", right[0].text)
+    assert chinese["not-run"].outputs == []  # no stored output in English: none in Chinese
+    # a check cell that needs a value computed by the chapter (LENGTH) cannot be re-run alone
+    for source in ["check_causal_mask(lambda n: solution(LENGTH))",
+                   "print(LENGTH)\ncheck_causal_mask(solution)"]:
+        nb.cells.append(_code(source, "needs-setup", "✓ causal_mask: correct ...\n"))
+        nbformat.write(nb, root / "notebooks" / "00_x.ipynb")
+        with pytest.raises(RuntimeError, match="check cell needs-setup"):
+            zh.main(["--root", str(root)])
+        nb.cells.pop()

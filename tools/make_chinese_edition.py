@@ -12,7 +12,10 @@ edited by hand. A Chinese notebook is its English notebook with the text of
 its markdown cells replaced: code cells, their stored outputs, cell ids and
 metadata are copied unchanged (``tests/test_chinese_edition.py`` checks
 this on the files). The only code it may add is :data:`LANGUAGE_CELL`, which
-makes the checked exercises answer in Chinese.
+makes the checked exercises answer in Chinese; and the only outputs it
+changes are what the check cells print, the checkers' verdicts, which it
+re-runs in Chinese (``tools/exercise_verdicts.py``), so that the page shows
+what the Chinese chapter prints.
 
 The translations are one YAML file per page, ``i18n/zh/<page>.yml``, plus
 ``i18n/zh/book.yml`` for the book's title and the captions of ``_toc.yml``;
@@ -50,6 +53,7 @@ import nbformat
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from exercise_verdicts import check_cell_outputs, printed, same_verdicts, with_printed  # noqa: E402
 from translations import (  # noqa: E402
     TEXT,
     Pair,
@@ -77,9 +81,10 @@ SWITCH_TO_ENGLISH = {"label": "English", "tooltip": "Read this page in English",
                      "root": "../"}
 
 #: The code cell a Chinese chapter gets right after its Colab cell when its code uses the
-#: checked exercises: their verdicts and hints are then in Chinese where
-#: ``minitransformer/exercises/locales/zh.py`` has them (English otherwise). Tagged
-#: ``remove-cell``: the web page does not show it; Jupyter and Colab run it.
+#: checked exercises: their verdicts and hints are then in Chinese
+#: (``minitransformer/exercises/locales/zh.py``), and so are the check cells' stored
+#: outputs (:func:`chinese_notebook`). Tagged ``remove-cell``: the web page does not show
+#: it; Jupyter and Colab run it.
 LANGUAGE_CELL: str | None = """\
 # 中文版：练习检查器用中文给出结果和提示。
 from minitransformer.exercises import set_language
@@ -284,12 +289,19 @@ def uses_exercises(nb) -> bool:
 
 
 def chinese_notebook(nb, translations: dict[str, str], source: str):
-    """``nb`` with its markdown cells translated (by cell id); everything else unchanged."""
+    """``nb`` with its markdown cells translated (by cell id) and, in a chapter with checked
+    exercises, the language cell added and the check cells' printed verdicts in Chinese
+    (:mod:`exercise_verdicts`); everything else unchanged."""
     zh = copy.deepcopy(nb)
     for cell in zh.cells:
         if cell.cell_type == "markdown" and cell.id in translations:
             cell.source = translations[cell.id]
     if LANGUAGE_CELL is not None and uses_exercises(nb):
+        rerun = check_cell_outputs(nb, EDITION)
+        for cell in zh.cells:
+            if cell.id in rerun:
+                same_verdicts(printed(cell.outputs), rerun[cell.id], cell.id)
+                cell.outputs = with_printed(cell.outputs, rerun[cell.id])
         cell = nbformat.v4.new_code_cell(LANGUAGE_CELL)
         cell.id = LANGUAGE_CELL_ID
         cell.metadata["tags"] = ["remove-cell"]
