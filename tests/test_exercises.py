@@ -222,6 +222,19 @@ def test_every_message_id_used_exists_and_every_english_id_is_used():
     assert set(ENGLISH) - used == set(), "ids in locales/en.py that no checker uses"
 
 
+def test_the_chinese_translates_the_current_english():
+    """``i18n/zh/exercise_messages.json`` records the English each Chinese message
+    translates (``tools/record_exercise_messages.py``): an English text changed under the same
+    id fails here until its Chinese is revised and the record rewritten."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+    import record_exercise_messages as record
+
+    then = record.recorded()
+    stale = [f"{k}:\n  was: {then.get(k, '(new)')}\n  now: {ENGLISH[k]}" for k in record.changed()]
+    assert not stale, ("revise these messages in locales/zh.py, then run "
+                       "`python tools/record_exercise_messages.py`:\n" + "\n".join(stale))
+
+
 #: Languages that must translate every message (others may fall back to English).
 COMPLETE_LANGUAGES = ["en", "zh"]
 #: Messages made of code, shapes and names only, the same in every language.
