@@ -290,7 +290,8 @@ def test_pipeline_build_and_encode():
 
 
 def test_synthetic_tasks_listed():
-    expected = {"copy", "reverse", "sort", "swap_halves", "duplicate", "neighbour_difference"}
+    expected = {"copy", "reverse", "sort", "swap_halves", "duplicate", "neighbour_difference",
+                "previous"}
     assert expected <= set(SYNTHETIC_TASKS)
     assert synthetic_vocab_size(10) == 14
     assert SPLITS == ("train", "valid", "test")
@@ -331,6 +332,9 @@ def test_synthetic_rules():
         assert len(tgt) == len(src) - 1
         for t, y in enumerate(tgt):
             assert (y - 4 + values[t + 1]) % 5 == values[t]  # y_t + x_{t+1} = x_t (mod 5)
+    for src, tgt in draw("previous"):
+        assert len(tgt) == len(src) and tgt[0] == src[0]
+        assert all(tgt[t] == src[t - 1] for t in range(1, len(src)))
 
 
 @pytest.mark.parametrize("task", SYNTHETIC_TASKS)

@@ -8,7 +8,11 @@ content-based one (find the smallest remaining symbol anywhere),
 input), ``duplicate`` a target twice as long as the source, and
 ``neighbour_difference`` (chapter 4) two relations at once: output ``t`` is
 ``(x[t] - x[t+1]) mod num_symbols``, so it needs the symbol at ``t`` *and*
-the one at ``t + 1`` and must know which is which.
+the one at ``t + 1`` and must know which is which. ``previous`` (chapter 8)
+is local and depends only on order: output ``t`` is the symbol at ``t - 1``
+(output 0 repeats symbol 0), so the target has the source's length and
+every answer lies one step to the left; the bag of source symbols alone
+cannot say which one that is.
 
 **Splits never overlap.** Every source sequence belongs to exactly one of
 the splits ``train``, ``valid`` and ``test``, decided by a hash of the
@@ -60,6 +64,10 @@ def _neighbour_difference(xs: list[int], num_symbols: int) -> list[int]:
     return [FIRST_SYMBOL + (a - b) % num_symbols for a, b in zip(xs, xs[1:])]
 
 
+def _previous(xs: list[int], num_symbols: int) -> list[int]:
+    return xs[:1] + xs[:-1]  # output t = x[t - 1]; output 0 = x[0]
+
+
 # Each rule maps source ids (and the number of symbols) to target ids.
 _RULES: dict[str, Callable[[list[int], int], list[int]]] = {
     "copy": lambda xs, k: list(xs),
@@ -68,6 +76,7 @@ _RULES: dict[str, Callable[[list[int], int], list[int]]] = {
     "swap_halves": _swap_halves,
     "duplicate": lambda xs, k: [x for x in xs for _ in range(2)],
     "neighbour_difference": _neighbour_difference,
+    "previous": _previous,
 }
 # The shortest source each task accepts (a shorter one would give an empty target).
 _MIN_LEN = {"neighbour_difference": 2}
