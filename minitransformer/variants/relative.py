@@ -2,10 +2,11 @@
 
 Shaw, Uszkoreit and Vaswani, "Self-Attention with Relative Position
 Representations" (NAACL 2018). Instead of adding a code of each token's
-*absolute* position to its embedding, every attention layer learns one vector
-per *offset* ``j - i`` between a query at position ``i`` and a key at
-position ``j`` (clipped to ``[-K, K]``), and adds it to the key and the value
-(equations 3 and 4 of the paper, with ``z`` the head output):
+*absolute* position to its embedding, every attention layer learns two
+vectors per *offset* ``j - i`` between a query at position ``i`` and a key at
+position ``j`` (clipped to ``[-K, K]``): ``a^K`` is added to the key inside
+the dot product (equation 4 of the paper), ``a^V`` to the value inside the
+weighted sum, after the softmax (equation 3; ``z`` is the head output):
 
     e_ij = q_i · (k_j + a^K_ij) / √d_h
     z_i  = Σ_j softmax_j(e_ij) (v_j + a^V_ij)
