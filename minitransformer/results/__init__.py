@@ -16,6 +16,7 @@ __all__ = ["load_result", "RESULTS"]
 #: The results a chapter reads, and the script that writes each one.
 RESULTS = {
     "rnn_history": "benchmarks/bench_rnn_history.py",
+    "rnn_copy": "benchmarks/bench_rnn_copy.py",
     "subword_vocab": "benchmarks/measure_subword_vocab.py",
 }
 
