@@ -37,6 +37,7 @@ import argparse
 import copy
 import dataclasses
 import json
+import os
 import random
 import sys
 import time
@@ -84,6 +85,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--max-steps", type=int, default=20_000, help="stop here if not converged")
     p.add_argument("--jobs", type=int, default=1, help="(model, seed) runs in parallel")
     p.add_argument("--verbose", action="store_true", help="print every validation")
+    p.add_argument("--note", default="", help="a remark stored in the record (e.g. why smaller)")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT)
     return p.parse_args(argv)
 
@@ -96,6 +98,14 @@ def model_config(args: argparse.Namespace) -> RNNConfig:
 
 def test_lengths(args: argparse.Namespace) -> list[int]:
     return list(range(2, args.max_len + 1))
+
+
+def improves(loss: float, reference: float, args: argparse.Namespace) -> bool:
+    """Whether ``loss`` is below ``reference`` (the last improving validation loss, ``inf``
+    before the first) by more than ``min_delta`` relative and ``min_delta_abs`` absolute."""
+    if reference == float("inf"):
+        return loss < reference
+    return reference - loss > max(args.min_delta * reference, args.min_delta_abs)
 
 
 def train_until_converged(model, train, valid, args, seed: int) -> dict:
@@ -129,7 +139,7 @@ def train_until_converged(model, train, valid, args, seed: int) -> dict:
                 if loss < best:
                     best, best_step = loss, step
                     best_state = copy.deepcopy(model.state_dict())
-                if reference - loss > max(args.min_delta * reference, args.min_delta_abs):
+                if improves(loss, reference, args):
                     reference, since = loss, 0
                 else:
                     since += 1
@@ -208,9 +218,9 @@ def shown_args(argv: list[str] | None) -> list[str]:
     args, shown = list(sys.argv[1:] if argv is None else argv), []
     while args:
         arg = args.pop(0)
-        if arg in ("--out", "--jobs"):
+        if arg in ("--out", "--jobs", "--note"):
             del args[:1]  # and its value
-        elif arg != "--verbose" and not arg.startswith(("--out=", "--jobs=")):
+        elif arg != "--verbose" and not arg.startswith(("--out=", "--jobs=", "--note=")):
             shown.append(arg)
     return shown
 
@@ -219,22 +229,38 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     before = machine.report_before_and_after()
     jobs = [(name, seed, args) for seed in args.seeds for name in args.models]
+    runs = []
     if args.jobs > 1:
         with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-            runs = list(pool.map(run_one, jobs))
+            for run in pool.map(run_one, jobs):
+                runs.append(run)
+                write(args, argv, before, runs, partial=len(runs) < len(jobs))
     else:
-        runs = [run_one(job) for job in jobs]
+        for job in jobs:
+            runs.append(run_one(job))
+            write(args, argv, before, runs, partial=len(runs) < len(jobs))
+    print(f"wrote {args.out}")
+
+
+def write(args: argparse.Namespace, argv: list[str] | None, before: dict, runs: list[dict],
+          partial: bool) -> None:
+    """Write the record of the runs so far (``partial`` until the last one is in)."""
     models = {name: [r for r in runs if r["model"] == name] for name in args.models}
-    settings = {k: v for k, v in vars(args).items() if k not in ("out", "jobs", "verbose")}
+    settings = {k: v for k, v in vars(args).items()
+                if k not in ("out", "jobs", "verbose", "note")}
     record = {
         "what": (f"copy of 2-{args.max_len} symbols ({NUM_SYMBOLS} kinds), "
                  f"{'bidirectional' if args.bidirectional else 'unidirectional'} GRU encoder; "
-                 "each (model, seed) trained until its validation loss stopped improving; "
+                 "each (model, seed) trained until its validation loss stopped improving "
+                 "or the step cap; "
                  "teacher-forced accuracy per output position on unseen test sequences"),
         "script": "benchmarks/bench_rnn_copy.py",
         "command": " ".join(["python benchmarks/bench_rnn_copy.py", *shown_args(argv)]),
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": before,
+        "load_average_at_the_end": [round(x, 2) for x in os.getloadavg()],
+        **({"note": args.note} if args.note else {}),
+        **({"partial": True} if partial else {}),
         "settings": settings,
         "config": model_config(args).to_dict(),
         "test_lengths": test_lengths(args),
@@ -243,7 +269,6 @@ def main(argv: list[str] | None = None) -> None:
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
-    print(f"wrote {args.out}")
 
 
 if __name__ == "__main__":

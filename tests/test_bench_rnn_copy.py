@@ -89,3 +89,15 @@ def test_benchmark_writes_what_chapter_1_reads(bench, tmp_path):
 
 def test_packaged_copy_results_have_three_seeds_per_model():
     check_record(load_result("rnn_copy"), min_seeds=3)
+
+
+def test_the_first_validation_and_large_drops_count_as_improvements(bench):
+    args = bench.parse_args(["--min-delta", "0.01", "--min-delta-abs", "0.002"])
+    inf = float("inf")
+    assert bench.improves(2.5, inf, args)  # the first validation sets the reference
+    assert bench.improves(0.98, 1.0, args)  # 2% > 1%
+    assert not bench.improves(0.995, 1.0, args)  # 0.5% < 1%
+    assert not bench.improves(0.0995, 0.1, args)  # 0.5%, and 0.0005 < 0.002 nats
+    assert not bench.improves(0.0985, 0.1, args)  # 1.5% but 0.0015 < 0.002 nats
+    assert bench.improves(0.097, 0.1, args)
+    assert not bench.improves(1.1, 1.0, args)
