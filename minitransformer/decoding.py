@@ -18,8 +18,12 @@ step (:class:`PrefixDecoder`), which gives the same tokens, only slower.
 Conventions: outputs are lists of token ids without BOS and EOS. ``max_len``
 counts generated tokens, EOS included: a hypothesis that has not produced
 EOS after ``max_len`` tokens is cut there. The padding and BOS ids are never
-generated (their log-probabilities are set to -inf). Scores are the model's
-log-probabilities (``log_softmax`` over the whole vocabulary).
+generated (their log-probabilities are set to -inf), nor are the ids in
+``banned_ids``: :func:`translate` bans the tokenizer's unknown id, so no
+``<unk>`` can reach its output, whatever the model prefers. Scores are the
+model's log-probabilities (``log_softmax`` over the whole vocabulary, the
+banned ids included, so banning changes which hypotheses survive, not their
+scores).
 
 Shape letters: ``B`` sentences, ``K`` beam size, ``N`` rows being decoded,
 ``S`` source length, ``T`` target length, ``V`` target vocabulary size.
@@ -77,9 +81,14 @@ def _next_log_probs(logits: Tensor, banned: Sequence[int]) -> Tensor:
     return log_probs
 
 
-def _banned_ids(model: nn.Module, bos_id: int) -> list[int]:
+def _banned_ids(model: nn.Module, bos_id: int, extra: Sequence[int] = ()) -> list[int]:
+    """The ids a search never generates: BOS, the model's padding id and ``extra``."""
     pad_id = getattr(getattr(model, "config", None), "pad_id", None)
-    return sorted({bos_id} | ({pad_id} if pad_id is not None else set()))
+    banned = {bos_id, *extra} | ({pad_id} if pad_id is not None else set())
+    for i in banned:
+        if isinstance(i, bool) or not isinstance(i, int) or i < 0:
+            raise ValueError(f"banned ids must be non-negative ints, got {i!r}")
+    return sorted(banned)
 
 
 # --------------------------------------------------------------------------- stepping
@@ -138,6 +147,7 @@ def greedy_decode(
     bos_id: int = 1,
     eos_id: int = 2,
     use_cache: bool = True,
+    banned_ids: Sequence[int] = (),
 ) -> list[list[int]]:
     """Greedy search: feed BOS, then always the most probable next token.
 
@@ -151,6 +161,8 @@ def greedy_decode(
         use_cache: use the model's incremental hooks (the Transformer's
             key/value cache) if it has them; False recomputes the whole prefix
             at every step (same tokens, slower).
+        banned_ids: ids never generated, besides BOS and padding (e.g. the
+            unknown id).
 
     Returns:
         ``B`` lists of token ids, without BOS and EOS. A sentence that has
@@ -160,7 +172,7 @@ def greedy_decode(
     where = "greedy_decode"
     check_source_batch(src, where)
     check_positive_int(max_len, "max_len", where)
-    banned = torch.tensor(_banned_ids(model, bos_id), device=src.device)
+    banned = torch.tensor(_banned_ids(model, bos_id, banned_ids), device=src.device)
     with _inference(model):
         stepper, state = _start(model, src, use_cache)
         b = src.shape[0]
@@ -205,6 +217,7 @@ def beam_search(
     bos_id: int = 1,
     eos_id: int = 2,
     use_cache: bool = True,
+    banned_ids: Sequence[int] = (),
 ) -> list[list[int]]:
     """Beam search over a batch of sentences (Wu et al. 2016, section 7).
 
@@ -235,6 +248,7 @@ def beam_search(
         max_len: at most this many tokens per hypothesis, EOS included.
         length_penalty: GNMT's ``alpha`` (0.6 in GNMT; 0 = raw log-probability).
         bos_id, eos_id: the target's begin/end-of-sentence ids.
+        banned_ids: ids never generated, besides BOS and padding.
 
     Returns:
         For each sentence, the token ids (without BOS/EOS) of its finished
@@ -244,7 +258,7 @@ def beam_search(
     check_source_batch(src, where)
     check_positive_int(beam_size, "beam_size", where)
     check_positive_int(max_len, "max_len", where)
-    banned = _banned_ids(model, bos_id)
+    banned = _banned_ids(model, bos_id, banned_ids)
     k, device = beam_size, src.device
     b = src.shape[0]
     finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(b)]
@@ -351,6 +365,7 @@ def translate(
     device: torch.device | str | None = None,
     use_cache: bool = True,
     max_rows: int = MAX_ROWS,
+    ban_unknown: bool = True,
 ) -> list[str]:
     """Translate raw sentences: encode, decode, turn the ids back into text.
 
@@ -381,6 +396,9 @@ def translate(
         use_cache: see :func:`greedy_decode`.
         max_rows: at most this many rows decoded together (at least
             ``beam_size``): ``beam_size = 1000`` decodes one sentence at a time.
+        ban_unknown: never generate the target tokenizer's unknown id (a
+            word model then writes its best known word where it would have
+            written ``<unk>``; a subword model needs no unknown id at all).
 
     Returns:
         one translation per input sentence, in order.
@@ -409,6 +427,7 @@ def translate(
     order = sorted((i for i, ids in enumerate(encoded) if ids), key=lambda i: len(encoded[i]))
     out = [""] * len(encoded)
     bos, eos = tgt_tok.bos_id, tgt_tok.eos_id
+    banned = [tgt_tok.unk_id] if ban_unknown else []
     for start in range(0, len(order), batch_size):
         chunk = order[start : start + batch_size]
         longest = max(len(encoded[i]) for i in chunk)
@@ -418,9 +437,11 @@ def translate(
         src = src.to(device)
         max_len = longest + extra_len if limit is None else min(longest + extra_len, limit)
         if beam_size == 1:
-            ids = greedy_decode(model, src, max_len, bos, eos, use_cache)
+            ids = greedy_decode(model, src, max_len, bos, eos, use_cache, banned)
         else:
-            ids = beam_search(model, src, beam_size, max_len, length_penalty, bos, eos, use_cache)
+            ids = beam_search(
+                model, src, beam_size, max_len, length_penalty, bos, eos, use_cache, banned
+            )
         for i, hyp in zip(chunk, ids, strict=True):
             out[i] = tgt_tok.decode(hyp)
     return out

@@ -241,6 +241,62 @@ def test_banned_tokens_are_never_generated():
     assert beam_search(m, src, beam_size=2, max_len=4) == [[4]]
 
 
+UNK = 3
+# A model that prefers the unknown id everywhere: after BOS, UNK (0.6) over 4
+# (0.3); after 4, UNK (0.7) over EOS (0.3); after UNK, UNK again.
+LOVES_UNK = {
+    (): {UNK: 0.6, 4: 0.3, EOS: 0.1},
+    (4,): {UNK: 0.7, EOS: 0.3},
+    (UNK,): {UNK: 0.9, EOS: 0.1},
+}
+
+
+def test_extra_banned_ids_are_never_generated():
+    m = ScriptedModel(LOVES_UNK)
+    src = torch.tensor([[4], [5]])
+    assert greedy_decode(m, src, max_len=4)[0][0] == UNK  # the test can fail: UNK wins
+    assert beam_search(m, src, beam_size=2, max_len=4)[0][0] == UNK
+    assert greedy_decode(m, src, max_len=4, banned_ids=[UNK]) == [[4], [4]]
+    assert beam_search(m, src, beam_size=2, max_len=4, banned_ids=[UNK]) == [[4], [4]]
+    with pytest.raises(ValueError, match="banned ids"):
+        greedy_decode(m, src, max_len=4, banned_ids=[-1])
+
+
+def unk_loving_transformer(vocab_size: int) -> Transformer:
+    """A random Transformer whose output layer strongly prefers the unknown id."""
+    m = random_model(3, vocab=vocab_size)
+    with torch.no_grad():
+        m.generator.bias[UNK] += 30.0
+    return m
+
+
+def test_translate_bans_the_unknown_id_words():
+    from minitransformer.data import SPECIALS, Vocab
+
+    vocab = Vocab(SPECIALS + [f"w{i}" for i in range(16)])
+    m = unk_loving_transformer(len(vocab))
+    sentences = ["w1 w2 w3", "w4 w5", "w0"]
+    allowed = translate(m, sentences, vocab, vocab, ban_unknown=False, extra_len=3)
+    assert all("<unk>" in line for line in allowed)  # the model's own choice
+    for beam in (1, 3):
+        out = translate(m, sentences, vocab, vocab, beam_size=beam, extra_len=3)
+        assert all(line and "<unk>" not in line for line in out), out
+
+
+def test_translate_bans_the_unknown_id_subwords():
+    """A subword model never needs the unknown id; the search never spends a
+    step on it, so an unk-loving model still writes text."""
+    from minitransformer.data import SubwordTokenizer
+
+    tok = SubwordTokenizer.train(["ein Mann fährt Rad", "a man rides a bike"] * 20, 300)
+    m = unk_loving_transformer(len(tok))
+    src = torch.tensor([tok.encode("ein Mann")])
+    assert set(greedy_decode(m, src, max_len=5)[0]) == {UNK}  # unbanned: only UNK
+    out = translate(m, ["ein Mann", "Rad"], tok, tok, extra_len=3)
+    assert all(out), out  # with the unknown id banned the model writes something
+    assert all("<unk>" not in line and "\u2047" not in line for line in out)
+
+
 # --------------------------------------------------------------------------- beam search on models
 
 

@@ -78,6 +78,60 @@ def test_shared_and_tied_embeddings():
     assert n_untied - n_tied == (20 * 32 + 22 * 32 + 22 * 32 + 22) - (20 * 32 + 20)
 
 
+def test_three_way_tying_accumulates_the_gradients_of_its_three_uses():
+    """Tied: one tensor, whose gradient is the sum of what the source
+    embedding, the target embedding and the output projection each receive,
+    checked against an untied model holding the same weights in three tensors."""
+    torch.manual_seed(0)
+    config = small_config(tgt_vocab_size=20, share_embeddings=True, tie_output=True)
+    tied = mt.Transformer(config)
+    untied = mt.Transformer(small_config(tgt_vocab_size=20))
+    untied.load_state_dict(tied.state_dict())  # every key, the three uses included
+    shared = tied.src_embed.weight
+    assert [n for n, p in tied.named_parameters() if p is shared] == ["src_embed.weight"]
+    tables = (untied.src_embed.weight, untied.tgt_embed.weight, untied.generator.weight)
+    assert len({id(t) for t in tables}) == 3
+    for table in tables:
+        torch.testing.assert_close(table, shared)
+    src, tgt = torch.randint(1, 20, (3, 6)), torch.randint(1, 20, (3, 5))
+    src[0, 4:] = 0  # padding: its embedding row gets no gradient from the lookups
+    target = torch.randint(1, 20, (3, 5))
+    for model in (tied, untied):
+        F.cross_entropy(model(src, tgt).flatten(0, 1), target.flatten()).backward()
+    torch.testing.assert_close(tied(src, tgt), untied(src, tgt))
+    parts = (untied.src_embed.weight.grad, untied.tgt_embed.weight.grad,
+             untied.generator.weight.grad)
+    assert all(g.abs().sum() > 0 for g in parts)  # each use contributes
+    torch.testing.assert_close(shared.grad, sum(parts))
+    # one optimiser step moves all three uses together
+    torch.optim.SGD(tied.parameters(), lr=0.1).step()
+    assert tied.generator.weight is tied.tgt_embed.weight is tied.src_embed.weight
+
+
+def test_tied_model_survives_training_with_an_average_and_a_checkpoint(tmp_path):
+    from minitransformer.training import TrainConfig, fit
+    from minitransformer.training.checkpoint import build_model, load_checkpoint
+
+    torch.manual_seed(0)
+    model = mt.Transformer(small_config(tgt_vocab_size=20, share_embeddings=True,
+                                        tie_output=True))
+    g = torch.Generator().manual_seed(0)
+    batches = []
+    for _ in range(4):
+        src = torch.randint(4, 20, (4, 6), generator=g)
+        tgt = torch.cat([torch.ones(4, 1, dtype=torch.long), src], 1)
+        batches.append((src, tgt[:, :-1], tgt[:, 1:]))
+    cfg = TrainConfig(epochs=2, warmup_steps=2, ema_decay=0.9, checkpoint_dir=str(tmp_path),
+                      device="cpu")
+    fit(model, batches, batches[:1], cfg, progress=False)
+    assert model.generator.weight is model.tgt_embed.weight is model.src_embed.weight
+    rebuilt = build_model(load_checkpoint(tmp_path / "last.pt"))
+    assert rebuilt.generator.weight is rebuilt.tgt_embed.weight is rebuilt.src_embed.weight
+    model.eval()
+    src, tgt_in, _ = batches[0]
+    torch.testing.assert_close(rebuilt(src, tgt_in), model(src, tgt_in))
+
+
 def test_initialisation_by_module_type():
     torch.manual_seed(0)
     model = mt.Transformer(small_config(positional="learned", max_len=400))
