@@ -7,7 +7,8 @@ Trains the chapter's CPU configuration on Multi30k with ``fit`` for
 ``--decays`` beside the run, updated after every optimiser step by ``fit``'s
 ``on_step`` callback (so the training is exactly the unaveraged one). Then
 it scores the trained weights and each average on Multi30k
-test_2016_flickr: validation cross-entropy, BLEU greedy and with beam 4.
+test_2016_flickr: validation cross-entropy, cased BLEU (sacreBLEU's default)
+greedy and with beam 4, and lower-cased BLEU with beam 4.
 One run compares all of them on the same training trajectory, free of the
 run-to-run variation of the machine's speed.
 
@@ -23,8 +24,9 @@ import time
 import machine
 import torch
 
-from minitransformer.data import TokenBatcher, build_vocabs, encode_pairs, load_multi30k
-from minitransformer.decoding import corpus_bleu, translate
+from minitransformer.data import TokenBatcher, build_tokenizers, encode_pairs, load_multi30k
+from minitransformer.decoding import translate
+from minitransformer.metrics import corpus_scores
 from minitransformer.model import Transformer
 from minitransformer.training import StepReport, evaluate_loss, fit
 from minitransformer.training.averaging import ExponentialMovingAverage
@@ -53,7 +55,7 @@ def main() -> None:
     train = load_multi30k("train")
     valid = load_multi30k("val")
     test = load_multi30k("test_2016_flickr")[: args.sentences]
-    src_vocab, tgt_vocab = build_vocabs(train, min_freq=CPU_TOKENIZERS["min_freq"])
+    src_vocab, tgt_vocab = build_tokenizers(train, **CPU_TOKENIZERS)
     train_ex = encode_pairs(train, src_vocab, tgt_vocab, max_len=CPU_DATA["max_len"])
     train_batches = TokenBatcher(train_ex, args.max_tokens, shuffle=True, seed=0)
     valid_batches = list(TokenBatcher(encode_pairs(valid, src_vocab, tgt_vocab),
@@ -73,18 +75,18 @@ def main() -> None:
           f"batches of {args.max_tokens} tokens, peak lr {args.lr:g}")
 
     sources, references = [s for s, _ in test], [t for _, t in test]
-    print(f"{'weights':>14} | valid CE | BLEU greedy | BLEU beam 4")
+    print(f"{'weights':>14} | valid CE | BLEU greedy | BLEU beam 4 | lower-cased, beam 4")
     candidates = [("trained", None)] + [(f"EMA {d:g}", a) for d, a in averages.items()]
     for name, average in candidates:
         if average is not None:
             average.copy_to(model)
         loss = evaluate_loss(model, valid_batches)
         t0 = time.perf_counter()
-        greedy = corpus_bleu(translate(model, sources, src_vocab, tgt_vocab), references).score
-        beam = corpus_bleu(translate(model, sources, src_vocab, tgt_vocab, beam_size=4),
-                           references).score
-        print(f"{name:>14} | {loss:8.3f} | {greedy:11.2f} | {beam:11.2f}"
-              f"   ({time.perf_counter() - t0:.0f} s)", flush=True)
+        greedy = corpus_scores(translate(model, sources, src_vocab, tgt_vocab), references)
+        beam = corpus_scores(translate(model, sources, src_vocab, tgt_vocab, beam_size=4),
+                             references)
+        print(f"{name:>14} | {loss:8.3f} | {greedy.bleu.score:11.2f} | {beam.bleu.score:11.2f}"
+              f" | {beam.bleu_lc.score:19.2f}   ({time.perf_counter() - t0:.0f} s)", flush=True)
 
 
 if __name__ == "__main__":

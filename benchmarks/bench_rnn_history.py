@@ -67,8 +67,10 @@ LABELS = {
 def build_model(name: str, src_size: int, tgt_size: int, args) -> torch.nn.Module:
     """One of the four models, at the sizes used for this benchmark."""
     if name == "transformer":
-        # The chapter-10 CPU configuration (minitransformer.training.presets), pre-LN.
-        return Transformer(cpu_model_config(src_size, tgt_size))
+        # The chapter-10 CPU configuration (minitransformer.training.presets), pre-LN,
+        # on the same word vocabularies as the RNNs: two languages, two tables, untied
+        return Transformer(cpu_model_config(src_size, tgt_size, share_embeddings=False,
+                                            tie_output=False))
     config = RNNConfig(src_size, tgt_size, emb_dim=args.rnn_emb, hidden_dim=args.rnn_hidden,
                        attn_dim=args.rnn_hidden, dropout=args.rnn_dropout)
     return RNN_MODELS[name](config)

@@ -38,7 +38,13 @@ from torch import Tensor, nn
 
 from .checks import check_attention_inputs, check_heads, check_qkv
 
-__all__ = ["masked_softmax", "scaled_dot_product_attention", "MultiHeadAttention", "KVCache"]
+__all__ = [
+    "masked_softmax",
+    "scaled_dot_product_attention",
+    "fused_attention",
+    "MultiHeadAttention",
+    "KVCache",
+]
 
 
 def masked_softmax(scores: Tensor, mask: Tensor | None = None) -> Tensor:
@@ -94,6 +100,28 @@ def scaled_dot_product_attention(
     weights = masked_softmax(scores, mask)  # (..., Lq, Lk)
     dropped = F.dropout(weights, p=dropout_p) if dropout_p > 0 else weights
     return dropped @ v, weights  # (..., Lq, d_v), (..., Lq, Lk)
+
+
+def fused_attention(
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, dropout_p: float = 0.0
+) -> Tensor:
+    """``F.scaled_dot_product_attention`` (bool mask: True = may attend), in
+    float32 when bf16 inputs are on a CPU, output in the inputs' dtype.
+
+    Under bf16 autocast on a CPU the projections run in bf16, but PyTorch's
+    CPU attention kernel is several times slower in bf16 than in float32 in
+    the backward pass (torch 2.13; a profile in ``benchmarks/README.md``), so
+    attention itself runs in float32.
+    Shapes as in :func:`scaled_dot_product_attention`; the dtype test reads
+    metadata only.
+    """
+    if q.dtype == torch.bfloat16 and q.device.type == "cpu":
+        with torch.autocast("cpu", enabled=False):
+            out = F.scaled_dot_product_attention(
+                q.float(), k.float(), v.float(), attn_mask=mask, dropout_p=dropout_p
+            )
+        return out.to(q.dtype)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
 
 
 @dataclass
@@ -209,7 +237,7 @@ class MultiHeadAttention(nn.Module):
         p = self.dropout if self.training else 0.0
         weights = None
         if self.fused and not (need_weights or self.record_weights):
-            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
+            out = fused_attention(q, k, v, mask, p)
         else:
             weights = masked_softmax(self.score(q, k), mask)  # (B, H, Lq, Lk)
             out = self.combine(F.dropout(weights, p) if p > 0 else weights, v)

@@ -58,7 +58,14 @@ from .data import (
 from .decoding import MAX_ROWS, translate
 from .metrics import corpus_scores
 from .model import Transformer, TransformerConfig
-from .training import TrainConfig, TrainingDivergedError, fit, pick_device
+from .training import (
+    AMP_MODES,
+    TrainConfig,
+    TrainingDivergedError,
+    fit,
+    pick_device,
+    precision,
+)
 from .training.checkpoint import build_model, load_checkpoint
 from .training.presets import CPU_DATA, CPU_MODEL, CPU_TOKENIZERS, CPU_TRAINING, positions_for
 
@@ -182,9 +189,11 @@ def build_parser() -> argparse.ArgumentParser:
                        default=m["tie_output"],
                        help="the output projection reuses the target embedding matrix")
     model.add_argument("--share-embeddings", action=argparse.BooleanOptionalAction,
-                       default=m["share_embeddings"],
+                       default=None,
                        help="one embedding table for source and target (needs --tokenizer "
-                       "subword, whose vocabulary both languages share)")
+                       "subword, whose vocabulary both languages share; None: "
+                       f"{'on' if m['share_embeddings'] else 'off'} with subwords, off with "
+                       "words)")
     model.add_argument("--post-ln", action="store_true", default=not m["norm_first"],
                        help="LayerNorm after each residual add, as in the paper (default: pre-LN)")
     opt = tr.add_argument_group("data and optimisation")
@@ -214,8 +223,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="validate every N steps (default: after each epoch)")
     opt.add_argument("--seed", type=_seed, default=0)
     opt.add_argument("--device", default="auto", help="'auto' (CUDA, MPS, CPU) or a torch device")
-    opt.add_argument("--amp", choices=["auto", "bf16", "off"], default="auto",
-                     help="bf16 autocast ('auto': on CUDA GPUs that support it)")
+    opt.add_argument("--amp", choices=AMP_MODES, default=t.get("amp", "auto"),
+                     help="bf16 autocast: 'native' where the hardware computes bf16 (CUDA "
+                     "GPUs with bf16, CPUs with AVX512_BF16 or AMX), 'auto' on such GPUs "
+                     "only, 'bf16' always, 'off' never")
     opt.add_argument("--resume", action="store_true",
                      help="continue the run in OUT from OUT/last.pt (same languages, data, "
                      "vocabularies and model options)")
@@ -404,8 +415,16 @@ def _model_config(args: argparse.Namespace, src_size: int, tgt_size: int) -> Tra
         num_encoder_layers=args.encoder_layers, num_decoder_layers=args.decoder_layers,
         d_ff=args.d_ff, dropout=args.dropout, max_len=positions_for(args.max_len),
         norm_first=not args.post_ln, tie_output=args.tie_output,
-        share_embeddings=args.share_embeddings,
+        share_embeddings=_share_embeddings(args),
     )
+
+
+def _share_embeddings(args: argparse.Namespace) -> bool:
+    """``--share-embeddings`` as given, else the preset's with subwords (word
+    vocabularies differ between the languages, so they cannot share)."""
+    if args.share_embeddings is not None:
+        return args.share_embeddings
+    return CPU_MODEL["share_embeddings"] and args.tokenizer == "subword"
 
 
 #: Model config fields → the train option that sets them (for --resume's checks).
@@ -577,7 +596,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
         print(f"resuming from {out / 'last.pt'}")
     n_params = sum(p.numel() for p in model.parameters())
     print(f"model: {n_params / 1e6:.1f} M parameters; training for at most "
-          f"{args.minutes:g} minutes", flush=True)
+          f"{args.minutes:g} minutes on {device} in {precision(device, args.amp)[1]}", flush=True)
     for old in replaced:
         old.unlink()
     out.mkdir(parents=True, exist_ok=True)

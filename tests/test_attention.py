@@ -256,3 +256,25 @@ def test_mha_errors():
     cache = mha.project_kv(torch.randn(2, 5, 8))
     with pytest.raises(ValueError, match="does not broadcast"):
         mha(x, None, None, torch.ones(2, 1, 3, 4, dtype=torch.bool), cache=cache)
+
+
+def test_fused_attention_runs_bf16_cpu_inputs_in_float32():
+    """Under bf16 autocast on a CPU, attention itself computes in float32
+    (PyTorch's CPU kernel is slow in bf16): the result equals float32
+    attention of the same bf16 inputs, rounded once, and gradients flow."""
+    from minitransformer.attention import fused_attention
+
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(2, 4, 5, 8, generator=g).to(torch.bfloat16).requires_grad_()
+               for _ in range(3))
+    mask = torch.ones(2, 1, 5, 5, dtype=torch.bool).tril()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = fused_attention(q, k, v, mask)
+    assert out.dtype == torch.bfloat16
+    expected = mt.scaled_dot_product_attention(q.float(), k.float(), v.float(), mask)[0]
+    torch.testing.assert_close(out, expected.to(torch.bfloat16))
+    out.float().sum().backward()
+    assert q.grad is not None and q.grad.dtype == torch.bfloat16
+    x = torch.randn(2, 4, 5, 8, generator=g)  # float32 inputs: the plain kernel
+    torch.testing.assert_close(fused_attention(x, x, x, mask),
+                               mt.scaled_dot_product_attention(x, x, x, mask)[0])

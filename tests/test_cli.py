@@ -40,8 +40,8 @@ FIXTURES = Path(__file__).parent / "fixtures" / "multi30k"
 TINY = [
     "--data-root", str(FIXTURES), "--no-download",
     "--d-model", "32", "--heads", "2", "--encoder-layers", "1", "--decoder-layers", "1",
-    "--d-ff", "64", "--min-freq", "1", "--max-tokens", "256", "--warmup", "10",
-    "--lr", "3e-3", "--quiet", "--device", "cpu",
+    "--d-ff", "64", "--min-freq", "1", "--vocab-size", "400", "--max-tokens", "256",
+    "--warmup", "10", "--lr", "3e-3", "--quiet", "--device", "cpu",
 ]
 
 
@@ -60,7 +60,7 @@ def _run(capsys, argv, stdin: str | None = None, monkeypatch=None):
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("run")
-    code = main(["train", "--out", str(out), "--max-steps", "40", *TINY])
+    code = main(["train", "--out", str(out), "--max-steps", "40", *TINY, "--tokenizer", "words"])
     assert code == 0
     return out
 
@@ -71,7 +71,7 @@ def trained(tmp_path_factory) -> Path:
 def test_train_defaults_are_the_preset():
     """`train` without options builds exactly the preset's configurations."""
     args = build_parser().parse_args(["train", "--out", "x"])
-    assert _model_config(args, 10, 12) == cpu_model_config(10, 12)
+    assert _model_config(args, 10, 10) == cpu_model_config(10, 10)
     expected = cpu_train_config(epochs=None, max_minutes=args.minutes, checkpoint_dir="x")
     assert _train_config(args) == expected
     assert {"max_len": args.max_len, "max_tokens": args.max_tokens} == CPU_DATA
@@ -86,7 +86,7 @@ def test_model_and_training_flags_reach_the_configs():
         "--max-len", "300", "--lr", "2e-3", "--schedule", "linear", "--warmup", "7",
         "--label-smoothing", "0", "--ema", "0", "--max-steps", "9",
     ])
-    m = _model_config(args, 10, 12)
+    m = _model_config(args, 10, 10)
     assert (m.d_model, m.num_heads, m.num_encoder_layers, m.num_decoder_layers, m.d_ff) == (
         64, 4, 2, 1, 96)
     assert m.dropout == 0.2 and m.tie_output and not m.norm_first and m.max_len >= 302
@@ -272,8 +272,8 @@ def _check_printed_scores(out: str, hyps: list[str], refs: list[str]) -> None:
 @pytest.fixture(scope="module")
 def trained_subword(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("run_subword")
-    code = main(["train", "--out", str(out), "--max-steps", "40", *TINY, "--tokenizer",
-                 "subword", "--vocab-size", "400", "--share-embeddings", "--tie-output"])
+    code = main(["train", "--out", str(out), "--max-steps", "60", *TINY, "--tokenizer",
+                 "subword", "--share-embeddings", "--tie-output"])
     assert code == 0
     return out
 
@@ -282,6 +282,8 @@ def trained_subword(tmp_path_factory) -> Path:
 def test_subword_run_is_self_contained_and_translates_cased_without_unk(
     trained_subword, capsys, monkeypatch
 ):
+    """The defaults: cased output, no unknown-word marker, even for characters
+    never seen in training (emoji, CJK, accented capitals)."""
     run = trained_subword
     assert (run / "tokenizer.model").is_file() and not (run / "src_vocab.json").exists()
     ckpt = torch.load(run / "last.pt", weights_only=True)  # the tokenizer travels inside
@@ -289,15 +291,23 @@ def test_subword_run_is_self_contained_and_translates_cased_without_unk(
     assert tok == SubwordTokenizer.load(run / "tokenizer.model") and len(tok) == 400
     assert ckpt["model_config"]["share_embeddings"] and ckpt["model_config"]["tie_output"]
     assert json.loads((run / "run.json").read_text())["lowercase"] is False
-    sources = _lines("test_2016_flickr.de.gz")[:3] + ["Ein 😀 läuft über 漢字 im ÆØÅ-Park."]
-    code, out, err = _run(capsys, ["translate", "--checkpoint", str(run), "--beam", "2"],
-                          stdin="\n".join(sources) + "\n", monkeypatch=monkeypatch)
-    assert code == 0, err
-    lines = out.split("\n")[:-1]
-    assert len(lines) == 4 and not any("<unk>" in line or "\u2047" in line for line in lines)
-    expected = translate(build_model(run / "best.pt"), sources, tok, tok, beam_size=2)
-    assert lines == [" ".join(e.split()) for e in expected]
-    assert any(c.isupper() for line in lines for c in line)  # cased output
+    unseen = ["Ein 😀 läuft über 漢字 im ÆØÅ-Park.", "ÉMILE UND ÖZİL SPIELEN 🎉🎉 AM STRAND.",
+              "李明 läuft.", "Ein Hund 🐕 sitzt im Schnee ❄."]
+    train_text = "".join(_lines("train.de.gz") + _lines("train.en.gz"))
+    assert all(any(c not in train_text for c in s) for s in unseen)  # never seen in training
+    assert all(not any(p == "<unk>" for p in tok.pieces(s)) and tok.decode(tok.encode(s)) == s
+               for s in unseen)  # spelled without <unk>, and losslessly
+    sources = _lines("test_2016_flickr.de.gz")[:3] + unseen
+    for beam in ("1", "2"):
+        code, out, err = _run(capsys, ["translate", "--checkpoint", str(run), "--beam", beam],
+                              stdin="\n".join(sources) + "\n", monkeypatch=monkeypatch)
+        assert code == 0, err
+        lines = out.split("\n")[:-1]
+        assert len(lines) == len(sources) and all(lines)
+        assert not any("<unk>" in line or "\u2047" in line for line in lines), lines
+        assert all(line[0].isupper() for line in lines), lines  # cased, like the references
+        expected = translate(build_model(run / "best.pt"), sources, tok, tok, beam_size=int(beam))
+        assert lines == [" ".join(e.split()) for e in expected]
 
 
 @pytest.mark.slow
@@ -310,20 +320,19 @@ def test_subword_run_evaluates_and_resumes(trained_subword, capsys, tmp_path):
     _check_printed_scores(out, hyp_file.read_text().split("\n")[:-1],
                           _lines("test_2016_flickr.en.gz"))
     code, out, err = _run(capsys, [
-        "train", "--out", str(trained_subword), "--resume", "--max-steps", "45", *TINY,
-        "--tokenizer", "subword", "--vocab-size", "400", "--share-embeddings", "--tie-output",
-        "--no-bleu"])
+        "train", "--out", str(trained_subword), "--resume", "--max-steps", "65", *TINY,
+        "--tokenizer", "subword", "--share-embeddings", "--tie-output", "--no-bleu"])
     assert code == 0, err
-    assert json.loads((trained_subword / "history.json").read_text())["step"][-1] == 45
+    assert json.loads((trained_subword / "history.json").read_text())["step"][-1] == 65
     code, _, err = _run(capsys, [
-        "train", "--out", str(trained_subword), "--resume", "--max-steps", "50", *TINY,
-        "--tokenizer", "subword", "--vocab-size", "300", "--share-embeddings", "--tie-output"])
+        "train", "--out", str(trained_subword), "--resume", "--max-steps", "70", *TINY,
+        "--tokenizer", "subword", "--share-embeddings", "--tie-output", "--vocab-size", "300"])
     assert code == 2 and "--vocab-size 300 differs from the run's 400" in err
 
 
 def test_share_embeddings_needs_subwords(capsys, tmp_path):
     code, _, err = _run(capsys, ["train", "--out", str(tmp_path / "r"), *TINY,
-                                 "--share-embeddings"])
+                                 "--tokenizer", "words", "--share-embeddings"])
     assert code == 2 and "--share-embeddings needs --tokenizer subword" in err
     assert not (tmp_path / "r").exists()
 
@@ -388,8 +397,8 @@ def test_translate_subprocess_pipe_utf8(trained):
 
 
 def test_preset_configs_take_overrides():
-    m = cpu_model_config(10, 12, dropout=0.3, d_model=64)
-    assert (m.src_vocab_size, m.tgt_vocab_size, m.dropout, m.d_model) == (10, 12, 0.3, 64)
+    m = cpu_model_config(10, 10, dropout=0.3, d_model=64)
+    assert (m.src_vocab_size, m.tgt_vocab_size, m.dropout, m.d_model) == (10, 10, 0.3, 64)
     assert {k: getattr(m, k) for k in CPU_MODEL if k not in ("dropout", "d_model")} == {
         k: v for k, v in CPU_MODEL.items() if k not in ("dropout", "d_model")}
     assert m.max_len >= CPU_DATA["max_len"] + 2  # room for the longest pair and <bos>/<eos>

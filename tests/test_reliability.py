@@ -692,7 +692,8 @@ def test_non_finite_and_out_of_range_options_are_refused(capsys, argv, message):
 TINY = [
     "--data-root", str(FIXTURES), "--no-download",
     "--d-model", "16", "--heads", "2", "--encoder-layers", "1", "--decoder-layers", "1",
-    "--d-ff", "32", "--min-freq", "1", "--max-tokens", "256", "--warmup", "5",
+    "--d-ff", "32", "--min-freq", "1", "--vocab-size", "400", "--max-tokens", "256",
+    "--warmup", "5",
     "--lr", "3e-3", "--quiet", "--device", "cpu", "--no-bleu", "--ema", "0",
 ]
 

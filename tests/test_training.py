@@ -8,6 +8,7 @@ for checkpoints.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -339,6 +340,28 @@ def test_bf16_autocast_trains_in_float32_weights():
     assert all(p.dtype == torch.float32 for p in model.parameters())
     with pytest.raises(ValueError, match="amp"):
         TrainConfig(amp="fp16")
+
+
+def test_precision_says_which_path_runs(monkeypatch):
+    from minitransformer.training import loop, native_bf16, precision
+
+    cpu = torch.device("cpu")
+    assert precision(cpu, "off") == (False, "float32 (asked for)")
+    assert precision(cpu, "bf16")[0]
+    assert not precision(cpu, "auto")[0]  # auto: CUDA GPUs only
+    monkeypatch.setattr(loop, "native_bf16", lambda device: "a CPU with AVX512_BF16")
+    assert precision(cpu, "native") == (True, "bf16 autocast (a CPU with AVX512_BF16)")
+    assert not precision(cpu, "auto")[0]
+    monkeypatch.setattr(loop, "native_bf16", lambda device: None)
+    assert precision(cpu, "native") == (False, "float32 (no native bf16 on this cpu)")
+    monkeypatch.undo()
+    flags = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").is_file() else ""
+    if "avx512_bf16" in flags or "amx_tile" in flags:
+        assert native_bf16(cpu) is not None
+    elif flags:
+        assert native_bf16(cpu) is None
+    trainer = loop.Trainer(tiny_model(), quick(max_steps=1, amp="off"))
+    assert trainer.precision == "float32 (asked for)"
 
 
 def test_checkpoint_of_another_format_is_refused_in_one_line(tmp_path):

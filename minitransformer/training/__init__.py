@@ -9,7 +9,7 @@ needed to build or run a model, only to train one.
 from .averaging import ExponentialMovingAverage
 from .checkpoint import CHECKPOINT_FORMAT, build_model, load_checkpoint, save_checkpoint
 from .config import TrainConfig
-from .device import autocast_for, pick_device
+from .device import AMP_MODES, autocast_for, native_bf16, pick_device, precision
 from .history import History
 from .loop import StepReport, Trainer, TrainingDivergedError, fit, make_optimizer
 from .loss import evaluate_loss, label_smoothed_cross_entropy

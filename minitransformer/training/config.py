@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
+from .device import AMP_MODES
 from .schedule import SCHEDULES
 
 __all__ = ["TrainConfig"]
@@ -38,7 +39,9 @@ class TrainConfig:
     eval_every: int | None = None  # validate every N steps; None = after each epoch
     seed: int | None = 0  # seeds torch/random at the start (dropout); None = leave as is
     device: str = "auto"  # "auto" (CUDA, then MPS, then CPU) or a torch device string
-    amp: str = "auto"  # "bf16", "off", or "auto" (bf16 on CUDA GPUs that support it)
+    # "bf16", "off", "auto" (bf16 on CUDA GPUs that support it) or "native" (bf16
+    # wherever the hardware computes it natively: such GPUs, CPUs with AVX512_BF16 or AMX)
+    amp: str = "auto"
     checkpoint_dir: str | None = None  # write last.pt (and best.pt) here at each evaluation
     resume: bool = False  # continue from checkpoint_dir/last.pt if it exists
     log_every: int = 10  # steps between progress-bar updates and history flushes
@@ -49,8 +52,8 @@ class TrainConfig:
             raise ValueError(
                 f"TrainConfig: schedule must be one of {SCHEDULES}, got {self.schedule!r}"
             )
-        if self.amp not in ("auto", "bf16", "off"):
-            raise ValueError(f"TrainConfig: amp must be 'auto', 'bf16' or 'off', got {self.amp!r}")
+        if self.amp not in AMP_MODES:
+            raise ValueError(f"TrainConfig: amp must be one of {AMP_MODES}, got {self.amp!r}")
         if not 0.0 <= self.label_smoothing < 1.0:
             raise ValueError(
                 f"TrainConfig: label_smoothing must be in [0, 1), got {self.label_smoothing}"

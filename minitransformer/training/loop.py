@@ -35,7 +35,7 @@ from . import distributed as dist_utils
 from .averaging import ExponentialMovingAverage
 from .checkpoint import load_checkpoint, save_checkpoint, set_rng_state
 from .config import TrainConfig
-from .device import autocast_for, pick_device
+from .device import autocast_for, pick_device, precision
 from .history import History
 from .loss import batch_parts, evaluate_loss, loss_sum, pad_id_of
 from .schedule import learning_rate
@@ -215,6 +215,8 @@ class Trainer:
         self.pad_id = pad_id_of(self.model, cfg.pad_id)
         self.optimizer = make_optimizer(self.model, cfg)
         self._cast = autocast_for(self.device, cfg.amp)
+        #: how the forward pass computes, in words, e.g. "float32 (asked for)"
+        self.precision = precision(self.device, cfg.amp)[1]
         self.history, self.state = History(), _State()
         self.checkpoint_dir = Path(cfg.checkpoint_dir) if cfg.checkpoint_dir else None
         if cfg.seed is not None:
