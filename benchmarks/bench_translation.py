@@ -1,51 +1,69 @@
 """Training speed on Multi30k: minitransformer.Transformer vs torch.nn.Transformer,
 driven by the same training loop, timed side by side.
 
-The chapter's CPU configuration: d_model 256, 8 heads, 3+3 layers, d_ff 512,
-pre-LN, no dropout (``--dropout``), token-budget batches of 2,048 padded source + target
-tokens, Adam(0.9, 0.98, 1e-9) with the warm-up schedule, label smoothing 0.1,
-gradient clipping. Both models get the same embeddings (·√D), sinusoidal
-positions and output projection; the nn.Transformer baseline is given every
-mask it can use (key padding masks for source, target and memory, and a
-causal mask flagged ``tgt_is_causal``). Each step is
-:meth:`minitransformer.training.Trainer.step`, the step of ``fit``. The two
-models alternate, a few steps each, over the same batches, so a change in the
-machine's load affects both alike.
+The command line's configuration (``minitransformer.training.presets``): d_model
+256, 8 heads, 3+3 layers, d_ff 512, pre-LN, no dropout, the preset's
+tokenizer (a joint subword vocabulary) and tying, token-budget batches of
+2,048 padded source + target tokens, Adam(0.9, 0.98, 1e-9) with the warm-up
+schedule, label smoothing 0.1, gradient clipping. Both models get the same
+tokenisation, embeddings (·√D), sinusoidal positions and output projection;
+the nn.Transformer baseline is given every mask it can use (key padding
+masks for source, target and memory, and a causal mask flagged
+``tgt_is_causal``). Each step is :meth:`minitransformer.training.Trainer.step`,
+the step of ``fit``. The variants alternate, a few steps each, over the same
+batches, so a change in the machine's load affects all alike.
 
-    MINITRANSFORMER_DATA=../shared/data python benchmarks/bench_translation.py
+Variants (``--variants``, the first is compared with the others):
+
+- ``ours``: the package's model with the preset's precision (``amp="native"``:
+  bf16 autocast on a CPU with AVX512_BF16 or AMX, float32 elsewhere);
+- ``ours-fp32``: the same model in float32;
+- ``torch``: ``nn.Transformer`` in float32 (its fastest on a CPU: under bf16
+  autocast PyTorch's CPU attention backward is slow, see ``torch-bf16``);
+- ``torch-bf16``: ``nn.Transformer`` under bf16 autocast.
+
+    MINITRANSFORMER_DATA=../shared/data python benchmarks/bench_translation.py --threads 2
+    python benchmarks/bench_translation.py --variants ours ours-fp32 torch torch-bf16
     python benchmarks/bench_translation.py --rounds 4 --steps 5   # quicker
-    python benchmarks/bench_translation.py --amp bf16             # bf16 autocast
     python benchmarks/bench_translation.py --profile              # where the time goes
-    python benchmarks/bench_translation.py --compare-amp          # ours: fp32 vs bf16
+    python benchmarks/bench_translation.py --quality-steps 300    # bf16 vs fp32: same loss?
     python benchmarks/bench_translation.py --quality 10           # nn.Transformer's BLEU
 
-Prints source + target tokens (non-pad) per second of each model and the ratio.
+Prints the machine (CPU, flags, matmul GFLOP/s) before and after, source +
+target tokens (non-pad) per second of each variant and the ratios, and
+writes them to a JSON (``--out``). Target (issue 14): ``ours`` at least
+1.2x ``torch``.
 """
 
 from __future__ import annotations
 
 import argparse
-import copy
+import json
 import math
 import statistics
+import sys
 import time
+from datetime import datetime, timezone
+from pathlib import Path
 
 import machine
 import torch
 from torch import Tensor, nn
 
 from minitransformer import SinusoidalPositionalEncoding, Transformer, TransformerConfig
-from minitransformer.data import TokenBatcher, build_vocabs, encode_pairs, load_multi30k
-from minitransformer.decoding import corpus_bleu, translate
+from minitransformer.data import TokenBatcher, build_tokenizers, encode_pairs, load_multi30k
+from minitransformer.decoding import translate
 from minitransformer.instruments.interop import load_torch_decoder_layer, load_torch_encoder_layer
-from minitransformer.training import Trainer, evaluate_loss, fit
+from minitransformer.training import Trainer, evaluate_loss, fit, precision
 from minitransformer.training.presets import (
     CPU_DATA,
-    CPU_MODEL,
     CPU_TOKENIZERS,
+    CPU_TRAINING,
     cpu_model_config,
     cpu_train_config,
 )
+
+ROOT = Path(__file__).resolve().parent
 
 
 class TorchSeq2Seq(nn.Module):
@@ -109,9 +127,11 @@ def to_minitransformer(theirs: TorchSeq2Seq) -> Transformer:
 def quality(minutes: float, config: TransformerConfig, examples, src_vocab, tgt_vocab,
             max_tokens: int) -> None:
     """Train the ``nn.Transformer`` baseline alone with ``fit`` for ``minutes``,
-    with the command line's defaults (what ``python -m minitransformer train``
-    does with our model), then translate test_2016_flickr greedily and with
-    beam 4 through the package's decoder (weights copied) and print BLEU."""
+    with the command line's defaults but in float32, then translate
+    test_2016_flickr greedily and with beam 4 through the package's decoder
+    (weights copied) and print its scores."""
+    from minitransformer.metrics import corpus_scores
+
     valid_pairs = load_multi30k("val")
     valid = list(TokenBatcher(encode_pairs(valid_pairs, src_vocab, tgt_vocab), max_tokens,
                               shuffle=False))
@@ -132,98 +152,153 @@ def quality(minutes: float, config: TransformerConfig, examples, src_vocab, tgt_
           f"({steps / len(batches):.2f} epochs), {history.tokens_per_second:,.0f} tokens/s, "
           f"validation cross-entropy {history.valid_loss[-1]:.3f}")
     for beam in (1, 4):
-        hyps = translate(ours, sources, src_vocab, tgt_vocab, beam_size=beam)
-        bleu = corpus_bleu(hyps, refs)
-        print(f"  test_2016_flickr, {'greedy' if beam == 1 else 'beam 4'}: BLEU {bleu.score:.2f}"
-              f" ({bleu.signature})", flush=True)
+        scores = corpus_scores(translate(ours, sources, src_vocab, tgt_vocab, beam_size=beam),
+                               refs)
+        print(f"  test_2016_flickr, {'greedy' if beam == 1 else 'beam 4'}: {scores}", flush=True)
+
+
+#: variant → (model, amp of the training loop)
+VARIANTS = {
+    "ours": ("minitransformer", CPU_TRAINING.get("amp", "auto")),
+    "ours-fp32": ("minitransformer", "off"),
+    "ours-native": ("minitransformer", "native"),  # bf16 where the CPU computes it natively
+    "torch": ("torch.nn.Transformer", "off"),
+    "torch-bf16": ("torch.nn.Transformer", "bf16"),
+}
+
+
+def build(variant: str, config: TransformerConfig, seed: int = 0) -> nn.Module:
+    torch.manual_seed(seed)
+    kind = VARIANTS[variant][0]
+    return Transformer(config) if kind == "minitransformer" else TorchSeq2Seq(config)
+
+
+def same_steps_quality(steps: int, config, examples, valid_batches, max_tokens: int) -> dict:
+    """Our model trained for ``steps`` steps from the same initial weights on
+    the same batches, in float32 and in the preset's precision: the
+    validation cross-entropy of each (computed in float32)."""
+    out = {}
+    for variant in ("ours-fp32", "ours"):
+        model = build(variant, config)
+        cfg = cpu_train_config(epochs=None, max_steps=steps, seed=0, device="cpu",
+                               amp=VARIANTS[variant][1], ema_decay=None)
+        batches = TokenBatcher(examples, max_tokens, shuffle=True, seed=0)
+        t0 = time.perf_counter()
+        history = fit(model, batches, None, cfg, progress=False)
+        loss = evaluate_loss(model, valid_batches, amp="off")
+        out[variant] = {"valid_loss": round(loss, 4), "train_loss_last_10": round(
+            statistics.mean(history.train_loss[-10:]), 4),
+            "seconds": round(time.perf_counter() - t0, 1)}
+        print(f"{variant:10s} ({precision(torch.device('cpu'), cfg.amp)[1]}): {steps} steps, "
+              f"validation "
+              f"cross-entropy {loss:.4f}, {out[variant]['seconds']:.0f} s", flush=True)
+    return out
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--rounds", type=int, default=8, help="alternations of the two models")
-    p.add_argument("--steps", type=int, default=8, help="training steps per model per round")
+    p.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=["ours", "torch"],
+                   help="what to time; the first is compared with each of the others")
+    p.add_argument("--rounds", type=int, default=8, help="alternations of the variants")
+    p.add_argument("--steps", type=int, default=8, help="training steps per variant per round")
     p.add_argument("--max-tokens", type=int, default=CPU_DATA["max_tokens"])
-    p.add_argument("--dropout", type=float, default=CPU_MODEL["dropout"],
-                   help="dropout of both models (default: the chapter's)")
-    p.add_argument("--amp", choices=["off", "bf16"], default="off")
     p.add_argument("--threads", type=int, default=torch.get_num_threads())
-    p.add_argument("--profile", action="store_true", help="profile 5 steps of each model")
-    p.add_argument("--compare-amp", action="store_true",
-                   help="instead: our model in fp32 against the same model under bf16 autocast, "
-                   "then both models' validation loss")
+    p.add_argument("--profile", action="store_true", help="profile 5 steps of each variant")
+    p.add_argument("--quality-steps", type=int, default=None, metavar="N",
+                   help="instead: train ours for N steps in float32 and in the preset's "
+                   "precision (same start, same batches) and compare validation losses")
     p.add_argument("--quality", type=float, default=None, metavar="MINUTES",
                    help="instead: train the nn.Transformer baseline alone for MINUTES with the "
-                   "command line's defaults, then report its test BLEU")
+                   "command line's defaults, then report its test scores")
+    p.add_argument("--out", type=Path, default=ROOT / "results" / "translation_speed.json")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
-    machine.report_before_and_after()
+    started = time.time()
+    before = machine.print_machine("before")
 
     pairs = load_multi30k("train")
-    src_vocab, tgt_vocab = build_vocabs(pairs, min_freq=CPU_TOKENIZERS["min_freq"])
-    examples = encode_pairs(pairs, src_vocab, tgt_vocab, max_len=CPU_DATA["max_len"])
-    batches = list(TokenBatcher(examples, args.max_tokens, shuffle=True, seed=0))
-    batches = batches[: args.steps + 2]  # the same (random) batches for both models
-    config = cpu_model_config(len(src_vocab), len(tgt_vocab), dropout=args.dropout)
+    src_tok, tgt_tok = build_tokenizers(pairs, **CPU_TOKENIZERS)
+    examples = encode_pairs(pairs, src_tok, tgt_tok, max_len=CPU_DATA["max_len"])
+    config = cpu_model_config(len(src_tok), len(tgt_tok))
+    print(f"tokenizer {CPU_TOKENIZERS}, vocabularies {len(src_tok):,} / {len(tgt_tok):,}, "
+          f"shared embeddings {config.share_embeddings}, tied output {config.tie_output}")
     if args.quality is not None:
-        quality(args.quality, config, examples, src_vocab, tgt_vocab, args.max_tokens)
+        quality(args.quality, config, examples, src_tok, tgt_tok, args.max_tokens)
         return
-    torch.manual_seed(0)
-    if args.compare_amp:
-        models = {"fp32": Transformer(config)}
-        models["bf16"] = copy.deepcopy(models["fp32"])
-        amps = {"fp32": "off", "bf16": "bf16"}
-    else:
-        models = {"minitransformer": Transformer(config),
-                  "torch.nn.Transformer": TorchSeq2Seq(config)}
-        amps = dict.fromkeys(models, args.amp)
-    trainers = {k: Trainer(m, cpu_train_config(amp=amps[k], device="cpu"))
-                for k, m in models.items()}
+    record = {"script": "benchmarks/bench_translation.py",
+              "command": "python benchmarks/bench_translation.py " + " ".join(sys.argv[1:]),
+              "date": datetime.fromtimestamp(started, timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+              "machine_before": before, "tokenizer": CPU_TOKENIZERS,
+              "model_config": config.to_dict()}
+    if args.quality_steps is not None:
+        valid = encode_pairs(load_multi30k("val"), src_tok, tgt_tok)
+        valid_batches = list(TokenBatcher(valid, args.max_tokens, shuffle=False))
+        record["same_steps_quality"] = same_steps_quality(
+            args.quality_steps, config, examples, valid_batches, args.max_tokens)
+        _write(args.out, record, machine.print_machine("after"))
+        return
+    batches = list(TokenBatcher(examples, args.max_tokens, shuffle=True, seed=0))
+    batches = batches[: args.steps + 2]  # the same (random) batches for every variant
+    trainers = {v: Trainer(build(v, config), cpu_train_config(amp=VARIANTS[v][1], device="cpu"))
+                for v in args.variants}
+    for v, t in trainers.items():
+        print(f"{v:10s} {VARIANTS[v][0]}, {t.precision}")
 
-    def run(name: str, chunk: list) -> tuple[int, float]:
-        trainer, tokens = trainers[name], 0
+    def run(variant: str, chunk: list) -> tuple[int, float]:
+        trainer, tokens = trainers[variant], 0
         trainer.model.train()
         start = time.perf_counter()
         for batch in chunk:
             tokens += trainer.step(batch).tokens
         return tokens, time.perf_counter() - start
 
-    for name in models:  # warm-up: allocator, kernels
-        run(name, batches[-2:])
+    for v in trainers:  # warm-up: allocator, kernels
+        run(v, batches[-2:])
     if args.profile:
         from torch.profiler import ProfilerActivity, profile
 
-        for name in models:
+        for v in trainers:
             with profile(activities=[ProfilerActivity.CPU]) as prof:
-                run(name, batches[:5])
-            print(f"\n=== {name}: top operators by self CPU time (5 steps)")
+                run(v, batches[:5])
+            print(f"\n=== {v}: top operators by self CPU time (5 steps)")
             print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=18))
         return
-    rates: dict[str, list[float]] = {k: [] for k in models}
+    rates: dict[str, list[float]] = {v: [] for v in trainers}
+    names = list(trainers)
     for r in range(args.rounds):
-        for name in list(models) if r % 2 == 0 else list(models)[::-1]:
-            tokens, seconds = run(name, batches[: args.steps])
-            rates[name].append(tokens / seconds)
-        print(f"round {r + 1}: " + ", ".join(f"{k} {v[-1]:,.0f}" for k, v in rates.items()),
+        for v in names if r % 2 == 0 else names[::-1]:
+            tokens, seconds = run(v, batches[: args.steps])
+            rates[v].append(tokens / seconds)
+        print(f"round {r + 1}: " + ", ".join(f"{k} {x[-1]:,.0f}" for k, x in rates.items()),
               flush=True)
-    n_params = {k: sum(q.numel() for q in m.parameters()) for k, m in models.items()}
-    print(f"\ntorch {torch.__version__}, {args.threads} threads, amp {args.amp}, "
-          f"dropout {args.dropout}, {args.rounds} rounds x {args.steps} steps of "
-          f"{args.max_tokens}-token batches, "
-          f"parameters {n_params}")
-    med = {k: statistics.median(v) for k, v in rates.items()}
-    for name, rate in med.items():
-        print(f"{name:22s} {rate:8,.0f} source+target tokens/s (median of {args.rounds} rounds)")
-    first, second = list(models)
-    ratios = [a / b for a, b in zip(rates[first], rates[second])]
-    print(f"ratio {first} / {second}: median of rounds "
-          f"{statistics.median(ratios):.3f} (range {min(ratios):.3f}-{max(ratios):.3f})")
-    if args.compare_amp:
-        valid = encode_pairs(load_multi30k("val"), src_vocab, tgt_vocab)
-        valid_batches = list(TokenBatcher(valid, args.max_tokens, shuffle=False))
-        for name, model in models.items():
-            print(f"{name}: validation cross-entropy (fp32) after "
-                  f"{trainers[name].history.step[-1]} steps: "
-                  f"{evaluate_loss(model, valid_batches):.4f}")
+    print(f"\ntorch {torch.__version__}, {args.threads} threads, {args.rounds} rounds x "
+          f"{args.steps} steps of {args.max_tokens}-token batches")
+    medians = {v: statistics.median(x) for v, x in rates.items()}
+    for v, rate in medians.items():
+        print(f"{v:10s} {rate:8,.0f} source+target tokens/s (median of {args.rounds} rounds)")
+    first = names[0]
+    ratios = {}
+    for other in names[1:]:
+        per_round = [a / b for a, b in zip(rates[first], rates[other], strict=True)]
+        ratios[other] = {"median": round(statistics.median(per_round), 3),
+                         "min": round(min(per_round), 3), "max": round(max(per_round), 3)}
+        print(f"ratio {first} / {other}: median of rounds {ratios[other]['median']:.3f} "
+              f"(range {ratios[other]['min']:.3f}-{ratios[other]['max']:.3f})")
+    record.update({
+        "threads": args.threads, "rounds": args.rounds, "steps_per_round": args.steps,
+        "precision": {v: t.precision for v, t in trainers.items()},
+        "tokens_per_second": {v: [round(x, 1) for x in r] for v, r in rates.items()},
+        "median_tokens_per_second": {v: round(x, 1) for v, x in medians.items()},
+        "ratios_to_first": ratios,
+    })
+    _write(args.out, record, machine.print_machine("after"))
+
+
+def _write(path: Path, record: dict, after: dict) -> None:
+    record["machine_after"] = after
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(f"wrote {path}")
 
 
 if __name__ == "__main__":

@@ -181,7 +181,8 @@ def greedy_decode(
         tokens = torch.full((b,), bos_id, dtype=torch.long, device=src.device)  # (N,)
         for t in range(max_len):
             logits, state = stepper.decode_next(tokens, state)  # (N, V)
-            tokens = logits.index_fill(1, banned, float("-inf")).argmax(dim=-1)  # (N,)
+            # in place: a copy of the (N, V) logits at every step costs as much as the argmax
+            tokens = logits.index_fill_(1, banned, float("-inf")).argmax(dim=-1)  # (N,)
             generated[active, t] = tokens
             finished = tokens == eos_id
             if bool(finished.any()):  # finished sentences leave the batch
