@@ -1,7 +1,8 @@
 """Decoding speed on Multi30k test_2016_flickr: key/value cache vs recomputation, beam 4.
 
-The chapter's CPU model (d_model 256, 8 heads, 3+3 layers, d_ff 512, pre-LN,
-word vocabularies of Multi30k train with min_freq 2) translates the 1,000
+The command line's model (``minitransformer.training.presets``: d_model 256,
+8 heads, 3+3 layers, d_ff 512, pre-LN, the preset's tokenizer, a joint
+subword vocabulary, and tying) translates the 1,000
 German sentences of test_2016_flickr with :func:`minitransformer.decoding.translate`
 (tokenise, batch by source length, decode, detokenise), ``max_len`` = the
 batch's longest source + 50, stopping once every sentence of a batch has
@@ -24,17 +25,22 @@ weights can be kept (``--model-cache``) to time again without retraining.
 
 Prints wall and CPU seconds, sentences/s and mean output length (words) for
 each, checks that cached and uncached greedy give the same translations, and
-the BLEU of each (meaningful only for a trained model). The machine and a
-matmul speed measured before and after (``machine.py``) tell how busy it
-was (CPU seconds are less sensitive to other processes than wall seconds,
-not insensitive).
+the cased BLEU of each (meaningful only for a trained model), and writes
+them to a JSON (``--out``). The machine and a matmul speed measured before
+and after (``machine.py``) tell how busy it was (CPU seconds are less
+sensitive to other processes than wall seconds, not insensitive). Target
+(issue 14): greedy with the cache in at most 3 s on a machine doing about
+200 GFLOP/s (scale by 200 / measured on a slower one).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import sys
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 import machine
@@ -44,13 +50,13 @@ from minitransformer import Transformer
 from minitransformer.cli import checkpoint_file
 from minitransformer.data import (
     TokenBatcher,
-    Vocab,
-    build_vocabs,
+    build_tokenizers,
     encode_pairs,
     load_multi30k,
-    tokenize,
+    tokenizer_from_dict,
 )
-from minitransformer.decoding import corpus_bleu, translate
+from minitransformer.decoding import translate
+from minitransformer.metrics import corpus_scores
 from minitransformer.training import fit
 from minitransformer.training.checkpoint import build_model, load_checkpoint
 from minitransformer.training.presets import (
@@ -65,7 +71,7 @@ def chapter_model(src_vocab: int, tgt_vocab: int) -> Transformer:
     return Transformer(cpu_model_config(src_vocab, tgt_vocab))
 
 
-def get_model(args, train) -> tuple[Transformer, Vocab, Vocab, str]:
+def get_model(args, train) -> tuple[Transformer, object, object, str]:
     """The model and its vocabularies: from ``--checkpoint`` (a checkpoint of
     ``fit`` or ``python -m minitransformer train``), from ``--model-cache`` if
     it exists, else built (and trained for ``--train-minutes``)."""
@@ -74,15 +80,15 @@ def get_model(args, train) -> tuple[Transformer, Vocab, Vocab, str]:
         ckpt = load_checkpoint(path)
         vocabs = ckpt["vocabs"]
         steps = ckpt["train_state"]["step"]
-        return (build_model(ckpt), Vocab.from_dict(vocabs["src"]),
-                Vocab.from_dict(vocabs["tgt"]), f"{steps} steps ({path})")
+        return (build_model(ckpt), tokenizer_from_dict(vocabs["src"]),
+                tokenizer_from_dict(vocabs["tgt"]), f"{steps} steps ({path})")
     if args.model_cache and os.path.exists(args.model_cache):
         saved = torch.load(args.model_cache, weights_only=True)
-        src_vocab, tgt_vocab = Vocab.from_dict(saved["src"]), Vocab.from_dict(saved["tgt"])
+        src_vocab, tgt_vocab = (tokenizer_from_dict(saved[k]) for k in ("src", "tgt"))
         model = chapter_model(len(src_vocab), len(tgt_vocab))
         model.load_state_dict(saved["model"])
         return model, src_vocab, tgt_vocab, f"{saved['minutes']:g} min"
-    src_vocab, tgt_vocab = build_vocabs(train, min_freq=CPU_TOKENIZERS["min_freq"])
+    src_vocab, tgt_vocab = build_tokenizers(train, **CPU_TOKENIZERS)
     torch.manual_seed(0)
     model = chapter_model(len(src_vocab), len(tgt_vocab))
     if args.train_minutes > 0:
@@ -100,14 +106,17 @@ def get_model(args, train) -> tuple[Transformer, Vocab, Vocab, str]:
     return model, src_vocab, tgt_vocab, f"{args.train_minutes:g} min"
 
 
-def timed(label, fn, references):
+def timed(label, fn, references, record: dict):
     wall, cpu = time.perf_counter(), time.process_time()
     out = fn()
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    length = sum(len(tokenize(h)) for h in out) / len(out)
-    bleu = corpus_bleu(out, references).score
+    length = sum(len(h.split()) for h in out) / len(out)
+    scores = corpus_scores(out, references)
     print(f"{label:36s} {wall:7.2f} s wall {cpu:7.2f} s CPU {len(out) / wall:7.1f} sent/s "
-          f"{length:5.1f} words {bleu:6.2f} BLEU", flush=True)
+          f"{length:5.1f} words {scores.bleu.score:6.2f} BLEU (cased)", flush=True)
+    record[label] = {"wall_seconds": round(wall, 3), "cpu_seconds": round(cpu, 3),
+                     "words_per_sentence": round(length, 2), "bleu": round(scores.bleu.score, 2),
+                     "bleu_lc": round(scores.bleu_lc.score, 2)}
     return out
 
 
@@ -124,7 +133,10 @@ def main() -> None:
     p.add_argument("--sentences", type=int, default=1000, help="first N test sentences")
     p.add_argument("--skip-uncached", action="store_true", help="do not time use_cache=False")
     p.add_argument("--threads", type=int, default=None, help="torch.set_num_threads")
+    p.add_argument("--out", type=Path,
+                   default=Path(__file__).resolve().parent / "results" / "decoding.json")
     args = p.parse_args()
+    started = time.time()
     if args.threads:
         torch.set_num_threads(args.threads)
 
@@ -143,13 +155,27 @@ def main() -> None:
                                  batch_size=args.batch_size, use_cache=cache)
 
     translate(model, sources[:16], src_vocab, tgt_vocab)  # warm-up
-    machine.report_before_and_after()  # just before the timings
-    cached = timed("greedy, key/value cache", run(1, True), references)
+    before = machine.print_machine("before")  # just before the timings
+    timings: dict = {}
+    cached = timed("greedy, key/value cache", run(1, True), references, timings)
     if not args.skip_uncached:
-        uncached = timed("greedy, recomputing the prefix", run(1, False), references)
+        uncached = timed("greedy, recomputing the prefix", run(1, False), references, timings)
         same = sum(a == b for a, b in zip(cached, uncached, strict=True))
         print(f"cached and uncached greedy agree on {same}/{len(cached)} sentences")
-    timed("beam 4 (alpha 0.6), key/value cache", run(4, True), references)
+        timings["cached_equals_uncached"] = same
+    timed("beam 4 (alpha 0.6), key/value cache", run(4, True), references, timings)
+    record = {
+        "script": "benchmarks/bench_decoding.py",
+        "command": "python benchmarks/bench_decoding.py " + " ".join(sys.argv[1:]),
+        "date": datetime.fromtimestamp(started, timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "model": minutes, "sentences": len(sources), "batch_size": args.batch_size,
+        "vocabularies": [len(src_vocab), len(tgt_vocab)], "threads": torch.get_num_threads(),
+        "machine_before": before, "timings": timings,
+        "machine_after": machine.print_machine("after"),
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(f"wrote {args.out}")
 
 
 if __name__ == "__main__":

@@ -60,7 +60,7 @@ from minitransformer.data import (  # noqa: E402
 from minitransformer.decoding import translate  # noqa: E402
 from minitransformer.metrics import corpus_scores  # noqa: E402
 from minitransformer.model import Transformer  # noqa: E402
-from minitransformer.training import fit  # noqa: E402
+from minitransformer.training import AMP_MODES, fit, precision  # noqa: E402
 from minitransformer.training.presets import (  # noqa: E402
     CPU_DATA,
     CPU_MODEL,
@@ -85,8 +85,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--vocab-size", type=int, default=CPU_TOKENIZERS["vocab_size"],
                    help="subword vocabulary size")
     p.add_argument("--share-embeddings", action=argparse.BooleanOptionalAction,
-                   default=CPU_MODEL["share_embeddings"],
-                   help="one embedding table for source and target (needs --tokenizer subword)")
+                   default=None,
+                   help="one embedding table for source and target (needs --tokenizer subword; "
+                   "default: the command line's with subwords, off with words)")
     p.add_argument("--tie-output", action=argparse.BooleanOptionalAction,
                    default=CPU_MODEL["tie_output"],
                    help="output projection = target embedding matrix")
@@ -94,8 +95,11 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--splits", nargs="+", default=["val", "test_2016_flickr"],
                    help="splits to score at every mark")
     p.add_argument("--limit", type=int, default=None, help="score the first N sentences only")
-    p.add_argument("--amp", choices=["off", "bf16"], default="off",
-                   help="bf16 autocast for training (the command line's CPU default: off)")
+    p.add_argument("--amp", choices=AMP_MODES, default=CPU_TRAINING.get("amp", "auto"),
+                   help="precision of our model's training (default: the command line's)")
+    p.add_argument("--torch-amp", choices=AMP_MODES, default="off",
+                   help="precision of nn.Transformer's training (default float32, its fastest "
+                   "on a CPU: PyTorch's CPU attention backward is slow in bf16)")
     p.add_argument("--threads", type=int, default=None, help="torch.set_num_threads")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path,
@@ -107,6 +111,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if sorted(args.marks) != args.marks or args.marks[0] <= 0:
         p.error("--marks must be positive and increasing")
+    if args.share_embeddings is None:
+        args.share_embeddings = CPU_MODEL["share_embeddings"] and args.tokenizer == "subword"
     if args.share_embeddings and args.tokenizer != "subword":
         p.error("--share-embeddings needs --tokenizer subword (one vocabulary for both sides)")
     return args
@@ -161,7 +167,8 @@ def run_model(name: str, config, args, batches, valid_batches, tok, eval_sets) -
             wall, done = 0.0, 0.0
             ckpt_dir = workdir / f"run{i}"
         cfg = cpu_train_config(
-            epochs=None, max_minutes=mark - done, seed=args.seed, device="cpu", amp=args.amp,
+            epochs=None, max_minutes=mark - done, seed=args.seed, device="cpu",
+            amp=args.amp if name == "ours" else args.torch_amp,
             checkpoint_dir=str(ckpt_dir), resume=resume, pad_id=config.pad_id,
         )
         t0 = time.perf_counter()
@@ -280,6 +287,10 @@ def main(argv=None) -> None:
         "date": datetime.fromtimestamp(started, timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "machine_before": before, "machine_after": after,
         "tokenizer": described, "model_config": config.to_dict(),
+        "precision": {name: precision(torch.device("cpu"),
+                                      args.amp if name == "ours" else args.torch_amp)[1]
+                      for name in args.models},
+        "sentences_scored": args.limit, "beams": args.beams, "splits": args.splits,
         "train_config": cpu_train_config(epochs=None, max_minutes=args.marks[-1]).to_dict(),
         "resumed_at_marks": CPU_TRAINING["schedule"] in STEP_SCHEDULES,
         "minutes_to_bleu": {"score": key, **reach},

@@ -272,10 +272,19 @@ def _check_printed_scores(out: str, hyps: list[str], refs: list[str]) -> None:
 @pytest.fixture(scope="module")
 def trained_subword(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("run_subword")
-    code = main(["train", "--out", str(out), "--max-steps", "60", *TINY, "--tokenizer",
-                 "subword", "--share-embeddings", "--tie-output"])
+    code = main(["train", "--out", str(out), "--max-steps", "60", *TINY])  # the defaults
     assert code == 0
     return out
+
+
+def test_defaults_are_tied_subwords():
+    args = build_parser().parse_args(["train", "--out", "x"])
+    assert args.tokenizer == "subword"
+    config = _model_config(args, 8000, 8000)
+    assert config.share_embeddings and config.tie_output
+    words = build_parser().parse_args(["train", "--out", "x", "--tokenizer", "words"])
+    config = _model_config(words, 10, 12)  # two vocabularies: nothing to share
+    assert not config.share_embeddings and config.tie_output == CPU_MODEL["tie_output"]
 
 
 @pytest.mark.slow
@@ -321,12 +330,12 @@ def test_subword_run_evaluates_and_resumes(trained_subword, capsys, tmp_path):
                           _lines("test_2016_flickr.en.gz"))
     code, out, err = _run(capsys, [
         "train", "--out", str(trained_subword), "--resume", "--max-steps", "65", *TINY,
-        "--tokenizer", "subword", "--share-embeddings", "--tie-output", "--no-bleu"])
+        "--no-bleu"])
     assert code == 0, err
     assert json.loads((trained_subword / "history.json").read_text())["step"][-1] == 65
     code, _, err = _run(capsys, [
         "train", "--out", str(trained_subword), "--resume", "--max-steps", "70", *TINY,
-        "--tokenizer", "subword", "--share-embeddings", "--tie-output", "--vocab-size", "300"])
+        "--vocab-size", "300"])
     assert code == 2 and "--vocab-size 300 differs from the run's 400" in err
 
 

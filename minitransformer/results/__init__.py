@@ -18,6 +18,7 @@ RESULTS = {
     "rnn_history": "benchmarks/bench_rnn_history.py",
     "rnn_copy": "benchmarks/bench_rnn_copy.py",
     "subword_vocab": "benchmarks/measure_subword_vocab.py",
+    "time_to_bleu": "benchmarks/bench_time_to_bleu.py",
 }
 
 

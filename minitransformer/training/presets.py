@@ -3,10 +3,26 @@ the benchmarks.
 
 A Transformer small enough to train for minutes on a laptop-class CPU:
 width 256, 8 heads, 3 + 3 layers, feed-forward width 512, pre-LN, no
-dropout (in under three epochs nothing overfits yet, and dropout slows
-learning), Adam with the paper's warm-up schedule and label smoothing, and
-a moving average of the weights as the result. Why each setting, and what
-it gave, is measured in ``benchmarks/README.md``.
+dropout (ten minutes show the model each sentence fewer than three times),
+one cased subword vocabulary shared by German and English (SentencePiece
+BPE) with the source embeddings, target embeddings and output projection
+tied into one matrix, as in the paper, Adam with the paper's warm-up
+schedule and label smoothing, and a moving average of the weights as the
+result. Why each setting, and what it gave, is measured in
+``benchmarks/README.md``.
+
+**Provisional** (the lines marked "provisional" below): the vocabulary size
+(8,000 pieces), the three-way tying and the precision were chosen from
+counts (unknown words, sentence length and the output layer's share of the
+training FLOPs, ``benchmarks/measure_subword_vocab.py``) and from the
+paper, not yet from BLEU on the validation split. Ten-minute runs scored on
+validation (``benchmarks/campaign_translator.sh``, step ``choose``) are to
+decide them; until then they are a reasoned guess, not a measured optimum.
+
+With word vocabularies (``kind="words"``, the early chapters' simple path)
+the two languages have different vocabularies and cannot share embeddings:
+pass ``share_embeddings=False`` to :func:`cpu_model_config` (the command
+line does so for ``--tokenizer words``).
 
 Each dictionary uses the names of the thing it configures, so it can be
 passed on as keyword arguments:
@@ -52,8 +68,10 @@ CPU_MODEL: dict[str, Any] = {
     "d_ff": 512,
     "dropout": 0.0,
     "norm_first": True,
-    "tie_output": False,
-    "share_embeddings": False,
+    # three-way tying, one matrix for both embeddings and the output layer (provisional:
+    # the paper's choice, not yet compared with untied on validation BLEU)
+    "share_embeddings": True,  # one embedding table for both languages (needs subwords)
+    "tie_output": True,  # the output projection is the (target) embedding matrix
 }
 
 #: :class:`~minitransformer.training.TrainConfig` fields of its training.
@@ -63,15 +81,19 @@ CPU_TRAINING: dict[str, Any] = {
     "warmup_steps": 200,
     "label_smoothing": 0.1,
     "ema_decay": 0.98,
+    # bf16 autocast where the hardware computes bf16 (a CPU with AVX512_BF16 or
+    # AMX, a GPU); elsewhere float32 (provisional: not yet timed on an idle machine,
+    # see benchmarks/README.md, bench_translation.py --variants ours ours-fp32)
+    "amp": "native",
 }
 
 #: :func:`~minitransformer.data.build_tokenizers` arguments: words seen at
 #: least ``min_freq`` times (``kind="words"``), or a joint subword model of
 #: ``vocab_size`` pieces (``kind="subword"``).
 CPU_TOKENIZERS: dict[str, Any] = {
-    "kind": "words",
-    "min_freq": 2,
-    "vocab_size": 8000,
+    "kind": "subword",  # one cased BPE model for both languages; or "words"
+    "min_freq": 2,  # words: rarer words become <unk>
+    "vocab_size": 8000,  # subword: pieces of the joint model (provisional: from counts)
 }
 
 #: ``encode_pairs(max_len=)`` for the training pairs, ``TokenBatcher(max_tokens=)``.
