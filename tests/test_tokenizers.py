@@ -340,10 +340,12 @@ def test_translate_with_a_subword_tokenizer_gives_text_back_exactly(subword, pai
 def test_translate_still_takes_word_vocabularies(pairs):
     src_vocab, _ = build_vocabs(pairs, min_freq=1)
     sentences = [s for s, _ in pairs[:4]] + ["Ein Zebra läuft."]
-    out = translate(CopyStub(len(src_vocab)), sentences, src_vocab, src_vocab)
+    out = translate(CopyStub(len(src_vocab)), sentences, src_vocab, src_vocab, ban_unknown=False)
     assert out == [detokenize(tokenize(s)).replace("zebra", "<unk>") for s in sentences]
     tok = WordTokenizer(src_vocab)
-    assert translate(CopyStub(len(src_vocab)), sentences, tok, tok) == out
+    assert translate(CopyStub(len(src_vocab)), sentences, tok, tok, ban_unknown=False) == out
+    banned = translate(CopyStub(len(src_vocab)), sentences, src_vocab, src_vocab)  # the default
+    assert banned[:4] == out[:4] and "<unk>" not in banned[4]
 
 
 def test_checkpoint_with_a_subword_tokenizer_loads_weights_only(subword, tmp_path):

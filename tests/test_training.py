@@ -343,16 +343,16 @@ def test_bf16_autocast_trains_in_float32_weights():
 
 
 def test_precision_says_which_path_runs(monkeypatch):
-    from minitransformer.training import loop, native_bf16, precision
+    from minitransformer.training import device, loop, native_bf16, precision
 
     cpu = torch.device("cpu")
     assert precision(cpu, "off") == (False, "float32 (asked for)")
     assert precision(cpu, "bf16")[0]
     assert not precision(cpu, "auto")[0]  # auto: CUDA GPUs only
-    monkeypatch.setattr(loop, "native_bf16", lambda device: "a CPU with AVX512_BF16")
+    monkeypatch.setattr(device, "native_bf16", lambda device: "a CPU with AVX512_BF16")
     assert precision(cpu, "native") == (True, "bf16 autocast (a CPU with AVX512_BF16)")
     assert not precision(cpu, "auto")[0]
-    monkeypatch.setattr(loop, "native_bf16", lambda device: None)
+    monkeypatch.setattr(device, "native_bf16", lambda device: None)
     assert precision(cpu, "native") == (False, "float32 (no native bf16 on this cpu)")
     monkeypatch.undo()
     flags = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").is_file() else ""
