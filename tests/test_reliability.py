@@ -910,7 +910,21 @@ def test_fit_without_training_batches_raises_instead_of_hanging(batches, monkeyp
         signal.alarm(0)
 
 
-def test_ctrl_c_saves_the_steps_taken_then_resume_continues_exactly(tmp_path):
+@pytest.fixture
+def python_sigint():
+    """Python's own Ctrl-C handler for the test, as in an interactive session.
+
+    A process started in the background by a non-interactive shell inherits
+    SIGINT as ignored, and ``fit`` rightly leaves an ignored SIGINT alone; the
+    Ctrl-C tests need the handler a user's terminal session has.
+    """
+    before = signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
+def test_ctrl_c_saves_the_steps_taken_then_resume_continues_exactly(tmp_path, python_sigint):
     model, train, valid = _fit_setup()
     whole = fit(model, train, None, _quick(max_steps=7), progress=False)
 
@@ -949,7 +963,9 @@ def test_train_config_refuses_non_finite_values(field, value):
         TrainConfig(**{field: value})
 
 
-def test_cli_ctrl_c_during_training_saves_then_resume_continues(tmp_path, monkeypatch, capsys):
+def test_cli_ctrl_c_during_training_saves_then_resume_continues(
+    tmp_path, monkeypatch, capsys, python_sigint
+):
     from minitransformer import cli
 
     real_fit = cli.fit
