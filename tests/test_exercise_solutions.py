@@ -32,10 +32,6 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 # Chapters whose stubs do not all have a folded solution yet (issue 13 asks
 # for one under every stub). Remove a chapter from this list once it does.
 SOLUTIONS_NOT_YET_WRITTEN = {
-    "01_rnn_to_attention.ipynb",
-    "02_dot_product_attention.ipynb",
-    "03_qkv_and_masks.ipynb",
-    "04_multi_head_attention.ipynb",
     "05_feed_forward.ipynb",
     "06_positional_encoding.ipynb",
     "07_layernorm_residuals.ipynb",
