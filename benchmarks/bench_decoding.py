@@ -38,9 +38,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 import machine
@@ -166,8 +164,7 @@ def main() -> None:
     timed("beam 4 (alpha 0.6), key/value cache", run(4, True), references, timings)
     record = {
         "script": "benchmarks/bench_decoding.py",
-        "command": "python benchmarks/bench_decoding.py " + " ".join(sys.argv[1:]),
-        "date": datetime.fromtimestamp(started, timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        **machine.run_stamp(started),
         "model": minutes, "sentences": len(sources), "batch_size": args.batch_size,
         "vocabularies": [len(src_vocab), len(tgt_vocab)], "threads": torch.get_num_threads(),
         "machine_before": before, "timings": timings,

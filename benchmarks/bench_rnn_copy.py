@@ -42,7 +42,6 @@ import random
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
-from datetime import datetime, timezone
 from pathlib import Path
 
 import machine
@@ -255,8 +254,7 @@ def write(args: argparse.Namespace, argv: list[str] | None, before: dict, runs: 
                  "or the step cap; "
                  "teacher-forced accuracy per output position on unseen test sequences"),
         "script": "benchmarks/bench_rnn_copy.py",
-        "command": " ".join(["python benchmarks/bench_rnn_copy.py", *shown_args(argv)]),
-        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        **machine.run_stamp(args=shown_args(argv)),
         "machine": before,
         "load_average_at_the_end": [round(x, 2) for x in os.getloadavg()],
         **({"note": args.note} if args.note else {}),

@@ -25,7 +25,6 @@ import json
 import os
 import sys
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 import machine
@@ -184,8 +183,7 @@ def main(argv=None) -> int:
         "what": "Multi30k de->en, equal wall-clock training budgets, shared trainer, "
                 "greedy decoding, sacreBLEU (lowercased) on test_2016_flickr",
         "script": "benchmarks/bench_rnn_history.py",
-        "command": "python " + " ".join(["benchmarks/bench_rnn_history.py", *sys.argv[1:]]),
-        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        **machine.run_stamp(),
         "machine": {**machine.describe(), "processor": machine.cpu_model(), "device": "cpu"},
         "budget_minutes_per_model": args.minutes,
         "contention_note": "",  # filled in by _write from the recorded load

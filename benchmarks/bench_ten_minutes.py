@@ -30,7 +30,6 @@ import os
 import subprocess
 import sys
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 import machine
@@ -89,8 +88,7 @@ def main() -> None:
     result = {
         "what": "issue 14: train with the defaults, then beam search on test_2016_flickr",
         "script": "benchmarks/bench_ten_minutes.py",
-        "command": "python benchmarks/bench_ten_minutes.py " + " ".join(sys.argv[1:]),
-        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        **machine.run_stamp(),
         "machine_before": before,
         "minutes": args.minutes,
         "issue_minutes": issue_minutes,

@@ -40,7 +40,6 @@ import json
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 import torch
@@ -48,7 +47,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # machine.py, bench_translation.py
 
 from bench_translation import TorchSeq2Seq, to_minitransformer  # noqa: E402
-from machine import print_machine  # noqa: E402
+from machine import print_machine, run_stamp  # noqa: E402
 
 from minitransformer.data import (  # noqa: E402
     TOKENIZER_KINDS,
@@ -283,8 +282,7 @@ def main(argv=None) -> None:
         "what": "test BLEU against training time, the command line's model vs "
                 "torch.nn.Transformer in the same loop, data and tokenisation",
         "script": "benchmarks/bench_time_to_bleu.py",
-        "command": "python benchmarks/bench_time_to_bleu.py " + " ".join(sys.argv[1:]),
-        "date": datetime.fromtimestamp(started, timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        **run_stamp(started),
         "machine_before": before, "machine_after": after,
         "tokenizer": described, "model_config": config.to_dict(),
         "precision": {name: precision(torch.device("cpu"),

@@ -41,9 +41,7 @@ import argparse
 import json
 import math
 import statistics
-import sys
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 import machine
@@ -226,8 +224,7 @@ def main() -> None:
         quality(args.quality, config, examples, src_tok, tgt_tok, args.max_tokens)
         return
     record = {"script": "benchmarks/bench_translation.py",
-              "command": "python benchmarks/bench_translation.py " + " ".join(sys.argv[1:]),
-              "date": datetime.fromtimestamp(started, timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+              **machine.run_stamp(started),
               "machine_before": before, "tokenizer": CPU_TOKENIZERS,
               "model_config": config.to_dict()}
     if args.quality_steps is not None:

@@ -37,7 +37,6 @@ import statistics
 import subprocess
 import sys
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 import machine
@@ -151,8 +150,7 @@ def cmd_choose(args) -> None:
         "what": "vocabulary size and tying of the translator, chosen on the validation split "
                 "(beam 4, cased sacreBLEU) after equal training budgets",
         "script": "benchmarks/campaign_translator.py",
-        "command": "python benchmarks/campaign_translator.py " + " ".join(sys.argv[1:]),
-        "date": datetime.fromtimestamp(started, timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        **machine.run_stamp(started),
         "minutes_per_run": args.minutes, "smoke": args.smoke,
         "machine_before": before, "machine_after": machine.print_machine("after"),
         "runs": runs, "summary": summary, "configs": configs, "chosen": chosen,

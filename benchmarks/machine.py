@@ -16,7 +16,10 @@ from __future__ import annotations
 import atexit
 import os
 import platform
+import sys
 import time
+from datetime import datetime, timezone
+from pathlib import Path
 
 import torch
 
@@ -24,7 +27,7 @@ from minitransformer.instruments.machine import cpu_model  # the chapters' name 
 
 __all__ = [
     "cpu_model", "cpu_flags", "matmul_gflops", "describe", "print_machine",
-    "report_before_and_after",
+    "report_before_and_after", "run_stamp",
 ]
 
 #: The CPU features that decide the fast paths: AVX-512, native bf16 (AVX512_BF16
@@ -99,3 +102,17 @@ def report_before_and_after() -> dict:
     before = print_machine("before")
     atexit.register(print_machine, "after")
     return before
+
+
+def run_stamp(started: float | None = None, args: list[str] | None = None) -> dict:
+    """How and when this script ran, for its JSON record: ``{"command": "python
+    benchmarks/<script> <args>", "date": "YYYY-MM-DD HH:MM UTC"}``.
+
+    ``started`` is a ``time.time()`` (default: now); ``args`` replaces the
+    command-line arguments as given (``sys.argv[1:]``), e.g. with defaults
+    spelled out.
+    """
+    shown = sys.argv[1:] if args is None else list(args)
+    when = datetime.fromtimestamp(time.time() if started is None else started, timezone.utc)
+    return {"command": " ".join(["python", f"benchmarks/{Path(sys.argv[0]).name}", *shown]),
+            "date": when.strftime("%Y-%m-%d %H:%M UTC")}

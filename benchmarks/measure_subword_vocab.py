@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 import machine
@@ -164,9 +163,7 @@ def main() -> None:
                 "of the CPU model (d_model 256, 8 heads, 3+3 layers, d_ff 512) per epoch of "
                 "2,048-token batches and the output layer's share (matrix products only)",
         "script": "benchmarks/measure_subword_vocab.py",
-        "command": "python benchmarks/measure_subword_vocab.py "
-                   + " ".join(["--sizes", *map(str, args.sizes)]),
-        "date": datetime.fromtimestamp(started, timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        **machine.run_stamp(started, ["--sizes", *map(str, args.sizes)]),
         "torch": torch.__version__,
         "rows": rows,
     }
