@@ -9,7 +9,8 @@ beside it). The test split is never looked at here.
 
 1. Joint BPE vocabularies of ``--sizes`` pieces, three-way tied (seed 0).
 2. At the best size: untied, and shared embeddings with an untied output
-   layer; and the word-level model (the former defaults) for reference.
+   layer (``--tyings``); and the word-level model (the former defaults) for
+   reference (``--no-words`` skips it).
 3. The two best configurations again with seeds 1 and 2.
 
 Rule: the best mean over three seeds wins; a configuration whose mean is
@@ -128,9 +129,10 @@ def cmd_choose(args) -> None:
     for size in args.sizes:
         add(f"bpe{size} three-way", size, "three-way", 0)
     best_size = max(args.sizes, key=lambda v: summarise(runs)[f"bpe{v} three-way"]["mean"])
-    for tying in ("untied", "shared embeddings"):
+    for tying in args.tyings:
         add(f"bpe{best_size} {tying}", best_size, tying, 0)
-    add("words untied", None, "untied", 0)
+    if args.words:
+        add("words untied", None, "untied", 0)
     first = summarise(runs)
     top_two = sorted((n for n in first if n != "words untied"),
                      key=lambda n: -first[n]["mean"])[:2]
@@ -188,6 +190,11 @@ def main() -> None:
     c.add_argument("--minutes", type=float, default=10.0, help="training budget of each run")
     c.add_argument("--sizes", type=int, nargs="+", default=[4000, 8000, 12000],
                    help="joint BPE vocabulary sizes to compare")
+    c.add_argument("--tyings", nargs="*", default=["untied", "shared embeddings"],
+                   choices=["untied", "shared embeddings"],
+                   help="the other tyings to try at the best size (seed 0)")
+    c.add_argument("--no-words", dest="words", action="store_false",
+                   help="skip the word-level reference run")
     c.add_argument("--out-dir", type=Path, default=ROOT / "runs" / "campaign")
     c.add_argument("--smoke", action="store_true", help="score 50 validation sentences only")
     for q in (c, sub.add_parser("apply", help="write the choice into the preset")):

@@ -4,6 +4,7 @@
 #   MINITRANSFORMER_DATA=/path/to/data bash benchmarks/campaign_translator.sh
 #   FORCE=1 ...        run even though the machine is busy (results are then not results)
 #   MINUTES=10 ...     the training budget of each run (default: 10 scaled to the machine)
+#   CHOOSE_ARGS="--tyings untied --no-words"   a shorter choose step (see campaign_translator.py)
 #   STEPS="choose apply test timebleu speed quality decoding chapter"   a subset, in order
 #
 # About 4 hours on a 2-core CPU. Each step prints the machine (CPU model,
@@ -48,7 +49,7 @@ run() { echo; echo "=== $*"; (cd benchmarks && "../$PY" "$@"); }
 for step in $STEPS; do
   case $step in
   choose)
-    run campaign_translator.py choose --minutes "$MINUTES" --out-dir ../runs/campaign \
+    run campaign_translator.py choose --minutes "$MINUTES" --out-dir ../runs/campaign ${CHOOSE_ARGS:-} \
       | tee "$OUT/campaign_choose.log" ;;
   apply)
     run campaign_translator.py apply
