@@ -175,9 +175,10 @@ def run_model(name: str, config, args, batches, valid_batches, tok, eval_sets) -
         wall += time.perf_counter() - t0
         done = mark
         # this call's steps: after a resume the history holds the earlier ones too,
-        # and its clock (seconds in training steps) restarted at 0 for this call
+        # and its clock (cumulative seconds in training steps) continues theirs
         earlier = points[-1]["steps"] if resume else 0
-        seconds = history.seconds[-1] if len(history.seconds) > earlier else 0.0
+        before = history.seconds[earlier - 1] if earlier else 0.0
+        seconds = history.seconds[-1] - before if len(history.seconds) > earlier else 0.0
         segment_tokens = sum(history.tokens[earlier:])
         step = history.step[-1] if history.step else 0
         print(f"  {MODELS[name]} at {mark:g} min: {step} steps "

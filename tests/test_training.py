@@ -330,6 +330,13 @@ def test_resume_continues_exactly(tmp_path):
                   progress=False)
     assert resumed.step == list(range(1, total + 1))
     assert resumed.train_loss == whole.train_loss
+    # the training clock continues where the first run stopped: cumulative
+    # seconds never go back, so throughput covers the whole run
+    k = len(first.seconds)
+    assert resumed.seconds[:k] == first.seconds
+    assert all(b > a for a, b in zip(resumed.seconds, resumed.seconds[1:]))
+    assert resumed.tokens_per_second == pytest.approx(
+        sum(resumed.tokens) / resumed.seconds[-1])
 
 
 def test_bf16_autocast_trains_in_float32_weights():

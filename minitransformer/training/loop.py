@@ -228,7 +228,8 @@ class Trainer:
         self._per_epoch = math.inf  # this process's batches an epoch, once known
         self._elapsed = 0.0  # the last reading of the shared clock
         self._validated_at = -1
-        self._train_seconds = 0.0
+        # the history's clock continues after a resume (tokens/s of the whole run)
+        self._train_seconds = self.history.seconds[-1] if self.history.seconds else 0.0
         self._finite_until = len(self.history.train_loss)  # losses checked so far
         self._interrupted = False  # Ctrl-C seen: stop after this step
 
