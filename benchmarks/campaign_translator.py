@@ -25,7 +25,8 @@ the paper's choice).
 Writes ``benchmarks/results/campaign_choice.json`` (every run: command,
 steps, validation cross-entropy, scores; the summary and the choice).
 ``apply`` writes the choice into ``minitransformer/training/presets.py`` (the
-lines marked "provisional"); review and commit it.
+lines marked "provisional") and a summary for chapter 10 into
+``minitransformer/results/vocab_choice.json``; review and commit both.
 """
 
 from __future__ import annotations
@@ -49,6 +50,10 @@ from minitransformer.training.presets import CPU_MODEL, CPU_TOKENIZERS
 ROOT = Path(__file__).resolve().parent.parent
 RESULT = ROOT / "benchmarks" / "results" / "campaign_choice.json"
 PRESETS = ROOT / "minitransformer" / "training" / "presets.py"
+BOOK_COPY = ROOT / "minitransformer" / "results" / "vocab_choice.json"
+RULE = ("the best mean over three seeds wins; a configuration whose mean is within the "
+        "spread (max - min over seeds) of the best is preferred if it has a smaller "
+        "vocabulary, then if it ties all three matrices")
 
 #: tying name → train options
 TYING = {
@@ -181,6 +186,26 @@ def cmd_apply(args) -> None:
     PRESETS.write_text(text)
     print(f"{PRESETS}: vocab_size {choice['vocab_size']}, share_embeddings {tied[0]}, "
           f"tie_output {tied[1]} (review and commit)")
+    write_book_copy(json.loads(args.result.read_text()))
+
+
+def write_book_copy(record: dict) -> None:
+    """The part of the record chapter 10 prints, as a package result
+    (``minitransformer/results/vocab_choice.json``; installed with the
+    package, so the chapter runs without the benchmarks folder)."""
+    keep = ("what", "script", "command", "date", "minutes_per_run", "summary", "chosen",
+            "chosen_config")
+    copy = {k: record[k] for k in keep}
+    copy["rule"] = RULE
+    copy["machine_before"] = {k: record["machine_before"][k]
+                              for k in ("cpu", "torch_threads", "matmul_1024_gflops",
+                                        "load_average_1_5_15")
+                              if k in record["machine_before"]}
+    copy["runs"] = [{k: r[k] for k in ("name", "seed", "steps", "valid_loss", "val_beam4")}
+                    for r in record["runs"]]
+    BOOK_COPY.write_text(json.dumps(copy, indent=1, ensure_ascii=False) + "\n",
+                         encoding="utf-8")
+    print(f"wrote {BOOK_COPY}")
 
 
 def main() -> None:

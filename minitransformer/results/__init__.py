@@ -19,6 +19,7 @@ RESULTS = {
     "rnn_copy": "benchmarks/bench_rnn_copy.py",
     "subword_vocab": "benchmarks/measure_subword_vocab.py",
     "time_to_bleu": "benchmarks/bench_time_to_bleu.py",
+    "vocab_choice": "benchmarks/campaign_translator.py (choose, then apply)",
 }
 
 
