@@ -277,11 +277,15 @@ def trained_subword(tmp_path_factory) -> Path:
     return out
 
 
-def test_defaults_are_tied_subwords():
+def test_defaults_are_the_presets_subwords():
     args = build_parser().parse_args(["train", "--out", "x"])
     assert args.tokenizer == "subword"
     config = _model_config(args, 8000, 8000)
-    assert config.share_embeddings and config.tie_output
+    assert config.share_embeddings == CPU_MODEL["share_embeddings"]
+    assert config.tie_output == CPU_MODEL["tie_output"]
+    tied = _model_config(build_parser().parse_args(
+        ["train", "--out", "x", "--share-embeddings", "--tie-output"]), 8000, 8000)
+    assert tied.share_embeddings and tied.tie_output  # the paper's tying, on request
     words = build_parser().parse_args(["train", "--out", "x", "--tokenizer", "words"])
     config = _model_config(words, 10, 12)  # two vocabularies: nothing to share
     assert not config.share_embeddings and config.tie_output == CPU_MODEL["tie_output"]
