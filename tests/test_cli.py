@@ -106,18 +106,34 @@ def _call_keywords(code: str, function: str) -> dict[str, list[str]]:
     return found
 
 
+def _assigned_call_keywords(code: str, target: str, function: str) -> dict[str, str] | None:
+    """``{keyword: source}`` of the call ``target = function(...)`` in ``code`` (None if none)."""
+    for node in ast.walk(ast.parse(code)):
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1
+                and getattr(node.targets[0], "id", None) == target
+                and isinstance(node.value, ast.Call)
+                and getattr(node.value.func, "id", None) == function):
+            return {k.arg: ast.unparse(k.value) for k in node.value.keywords}
+    return None
+
+
 def test_chapter_10_trains_the_preset():
     """The chapter and `python -m minitransformer train` must not drift apart:
     the benchmarks measure the one and the book shows the other. The chapter
-    builds its configurations with the preset's functions, overrides none of
-    the preset's settings, and takes its data settings from CPU_TOKENIZERS
-    and CPU_DATA."""
+    builds the model it trains (``model = Transformer(config)``) from
+    ``config = cpu_model_config(...)`` without overriding the preset's settings
+    (other configurations, e.g. the paper's tying for a parameter count, may
+    override), trains with the preset's settings, and takes its data settings
+    from CPU_TOKENIZERS and CPU_DATA."""
     nb = Path(__file__).resolve().parents[1] / "notebooks" / "10_translation_end_to_end.ipynb"
     code = "\n".join("".join(c["source"]) for c in json.loads(nb.read_text())["cells"]
                      if c["cell_type"] == "code")
-    model_kw = _call_keywords(code, "cpu_model_config")
+    model_kw = _assigned_call_keywords(code, "config", "cpu_model_config")
     train_kw = _call_keywords(code, "cpu_train_config")
-    assert "cpu_model_config(" in code and "cpu_train_config(" in code
+    assert model_kw is not None, "chapter 10 has no `config = cpu_model_config(...)`"
+    assert re.search(r"^model = Transformer\(config\)$", code, re.M)
+    assert re.search(r"^history = fit\(model,", code, re.M)
+    assert "cpu_train_config(" in code
     assert not set(model_kw) & set(CPU_MODEL), model_kw
     assert not set(train_kw) & set(CPU_TRAINING), train_kw
     assert "TransformerConfig(" not in code and "TrainConfig(" not in code
@@ -272,7 +288,7 @@ def _check_printed_scores(out: str, hyps: list[str], refs: list[str]) -> None:
 @pytest.fixture(scope="module")
 def trained_subword(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("run_subword")
-    code = main(["train", "--out", str(out), "--max-steps", "60", *TINY])  # the defaults
+    code = main(["train", "--out", str(out), "--max-steps", "150", *TINY])  # the defaults
     assert code == 0
     return out
 
@@ -302,7 +318,8 @@ def test_subword_run_is_self_contained_and_translates_cased_without_unk(
     ckpt = torch.load(run / "last.pt", weights_only=True)  # the tokenizer travels inside
     tok = tokenizer_from_dict(ckpt["vocabs"]["src"])
     assert tok == SubwordTokenizer.load(run / "tokenizer.model") and len(tok) == 400
-    assert ckpt["model_config"]["share_embeddings"] and ckpt["model_config"]["tie_output"]
+    assert ckpt["model_config"]["share_embeddings"] == CPU_MODEL["share_embeddings"]
+    assert ckpt["model_config"]["tie_output"] == CPU_MODEL["tie_output"]
     assert json.loads((run / "run.json").read_text())["lowercase"] is False
     unseen = ["Ein 😀 läuft über 漢字 im ÆØÅ-Park.", "ÉMILE UND ÖZİL SPIELEN 🎉🎉 AM STRAND.",
               "李明 läuft.", "Ein Hund 🐕 sitzt im Schnee ❄."]
@@ -333,12 +350,12 @@ def test_subword_run_evaluates_and_resumes(trained_subword, capsys, tmp_path):
     _check_printed_scores(out, hyp_file.read_text().split("\n")[:-1],
                           _lines("test_2016_flickr.en.gz"))
     code, out, err = _run(capsys, [
-        "train", "--out", str(trained_subword), "--resume", "--max-steps", "65", *TINY,
+        "train", "--out", str(trained_subword), "--resume", "--max-steps", "155", *TINY,
         "--no-bleu"])
     assert code == 0, err
-    assert json.loads((trained_subword / "history.json").read_text())["step"][-1] == 65
+    assert json.loads((trained_subword / "history.json").read_text())["step"][-1] == 155
     code, _, err = _run(capsys, [
-        "train", "--out", str(trained_subword), "--resume", "--max-steps", "70", *TINY,
+        "train", "--out", str(trained_subword), "--resume", "--max-steps", "160", *TINY,
         "--vocab-size", "300"])
     assert code == 2 and "--vocab-size 300 differs from the run's 400" in err
 
