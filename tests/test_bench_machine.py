@@ -5,22 +5,15 @@ from __future__ import annotations
 import re
 import sys
 from datetime import datetime, timezone
-from pathlib import Path
 
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
-
 
 @pytest.fixture(scope="module")
-def machine():
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        import machine
+def machine(benchmarks_path):
+    import machine
 
-        yield machine
-    finally:
-        sys.path.remove(str(BENCHMARKS))
+    return machine
 
 
 def test_run_stamp_names_the_script_its_arguments_and_the_utc_minute(machine, monkeypatch):

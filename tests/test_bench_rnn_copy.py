@@ -5,8 +5,6 @@ results too)."""
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -16,18 +14,12 @@ from minitransformer.results import load_result
 from minitransformer.rnn.models import RNN_MODELS
 from minitransformer.training import evaluate_loss
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
-
 
 @pytest.fixture(scope="module")
-def bench():
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        import bench_rnn_copy
+def bench(benchmarks_path):
+    import bench_rnn_copy
 
-        yield bench_rnn_copy
-    finally:
-        sys.path.remove(str(BENCHMARKS))
+    return bench_rnn_copy
 
 
 TINY = ["--max-len", "5", "--hidden", "8", "--emb", "8", "--batch-size", "16",

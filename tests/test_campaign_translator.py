@@ -6,23 +6,18 @@ from __future__ import annotations
 import argparse
 import ast
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+PRESETS = Path(__file__).resolve().parents[1] / "minitransformer" / "training" / "presets.py"
 
 
 @pytest.fixture(scope="module")
-def campaign():
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        import campaign_translator
+def campaign(benchmarks_path):
+    import campaign_translator
 
-        yield campaign_translator
-    finally:
-        sys.path.remove(str(BENCHMARKS))
+    return campaign_translator
 
 
 CONFIGS = {
@@ -86,7 +81,7 @@ def test_only_configurations_with_three_seeds_compete(campaign):
 def test_apply_edits_the_preset_and_writes_the_chapters_copy(campaign, tmp_path, monkeypatch,
                                                              tying, share, tie):
     presets = tmp_path / "presets.py"
-    original = (BENCHMARKS.parent / "minitransformer" / "training" / "presets.py").read_text()
+    original = PRESETS.read_text()
     presets.write_text(original)
     book_copy = tmp_path / "vocab_choice.json"
     monkeypatch.setattr(campaign, "PRESETS", presets)
@@ -107,7 +102,7 @@ def test_apply_edits_the_preset_and_writes_the_chapters_copy(campaign, tmp_path,
     model = dict_values(presets, "CPU_MODEL")
     assert model["share_embeddings"] is share and model["tie_output"] is tie
     assert dict_values(presets, "CPU_TRAINING") == dict_values(  # nothing else touched
-        BENCHMARKS.parent / "minitransformer" / "training" / "presets.py", "CPU_TRAINING")
+        PRESETS, "CPU_TRAINING")
     copy = json.loads(book_copy.read_text())
     assert copy["chosen_config"] == {"vocab_size": 6000, "tying": tying}
     assert copy["runs"] == [{"name": "x", "seed": 0, "steps": 5, "valid_loss": 2.0,
