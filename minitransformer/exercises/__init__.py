@@ -9,8 +9,14 @@ returns True or False. It never raises: an exception in the reader's code is
 reported as a hint quoting the reader's line that raised (a function whose
 parameters do not fit is told its expected signature instead). A function
 that still raises ``NotImplementedError`` gets "Not implemented yet".
-Checking uses a private random generator, so it does not move the
-notebook's seed, and it leaves any model it is given as it was.
+Whatever the function does, the verdict comes: a call that calls
+``sys.exit``, returns a meta tensor or a huge (say expanded 10⁶ × 10⁶)
+tensor, or runs past a time limit (20 s a call; "did not finish within
+20 s") is reported like any other mistake (:mod:`~minitransformer.exercises._guard`).
+Checking uses a private random generator and puts back the random states
+(torch, :mod:`random`, NumPy), the default dtype, grad mode and thread count
+afterwards, so the reader's function cannot move the notebook's seed or
+settings either; it leaves any model it is given as it was.
 
 Usage in a chapter (a stub cell the reader fills in, then the check)::
 

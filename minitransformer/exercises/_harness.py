@@ -33,6 +33,8 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from . import _guard
+from ._guard import TimeLimitExceeded, call_with_time_limit, preserved_state, result_problem
 from ._messages import t, using_language
 from ._text import wrap
 
@@ -76,12 +78,17 @@ class Mistake:
     same arguments as the reader's function and returns the wrong answer.
     ``nan``: ``"any"`` treats NaN entries of the wrong answer as "anything
     goes" (the reader may have hidden them differently), ``"match"`` requires
-    the reader's NaN in exactly those places.
+    the reader's NaN in exactly those places. ``explains``, for a family of
+    wrong answers no single ``compute`` reproduces (a decay of any wrong
+    form): ``explains(case, got)`` says whether the reader's result on that
+    case fits the mistake, in place of comparing with ``compute``, which then
+    only serves as an example of it (the tests feed it to the checker).
     """
 
     hint: Msg
     compute: Callable[..., Any]
     nan: str = "any"
+    explains: Callable[[Case, Any], bool] | None = None
 
 
 def generator(seed: int = 0) -> torch.Generator:
@@ -233,6 +240,7 @@ def worst_difference(got: Any, expected: Any) -> str:
 _LIBRARY_DIRS = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep
                       for m in (torch, inspect))
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_GUARD_FILE = os.path.abspath(_guard.__file__)
 
 
 @dataclass
@@ -245,6 +253,8 @@ class _Outcome:
     line: str = ""  # the reader's source line that raised
     mutated: bool = False  # an input tensor was changed in place
     model_problem: str | None = None  # message id: the reader changed a model argument
+    timed_out: float | None = None  # the time limit (s) the call ran past
+    refused: tuple[str, dict] | None = None  # a result that must not be compared, and why
 
 
 def _bind_error(fn: Callable, args: tuple, kwargs: dict) -> str | None:
@@ -310,18 +320,30 @@ def _call(fn: Callable, case: Case) -> _Outcome:
     snapshots = [_snapshot(m) for m in modules]
     outcome = _Outcome()
     try:
-        outcome.result = fn(*args, **kwargs)
-    except Exception as exc:  # the reader's bug, reported as a hint
+        with preserved_state():
+            outcome.result = call_with_time_limit(fn, args, kwargs, _guard.TIME_LIMIT_S)
+        outcome.refused = result_problem(outcome.result)
+    except TimeLimitExceeded as exc:
+        outcome.timed_out = float(exc.args[0])
+    except (Exception, SystemExit) as exc:  # the reader's bug, reported as a hint
         outcome.error = exc
         frames = _reader_frames(exc)
         if frames:
             outcome.line = (frames[-1].line or "").strip()
-        elif isinstance(exc, TypeError) and traceback.extract_tb(exc.__traceback__)[1:] == []:
+        elif isinstance(exc, TypeError) and _raised_by_the_call_itself(exc):
             outcome.unbound = str(exc)  # a built-in that cannot take these arguments
     for module, snapshot in zip(modules, snapshots):
         outcome.model_problem = _restore(module, snapshot) or outcome.model_problem
     outcome.mutated = not (_same_tensors(args, case.args) and _same_tensors(kwargs, case.kwargs))
     return outcome
+
+
+def _raised_by_the_call_itself(exc: BaseException) -> bool:
+    """True if no Python frame ran between the call and the exception (a
+    built-in given arguments it cannot take): below :func:`_call` only the
+    time-limit guard's own frames."""
+    frames = traceback.extract_tb(exc.__traceback__)[1:]
+    return all(os.path.abspath(f.filename) == _GUARD_FILE for f in frames)
 
 
 def _first_line(exc: BaseException, limit: int = 160) -> str:
@@ -361,6 +383,8 @@ def common_error(exc: BaseException, line: str) -> str | None:
 # --------------------------------------------------------------------------- checking
 def _matches(mistake: Mistake, case: Case, got: Any, compare, strict_dtype: bool) -> bool:
     """True if the mistake explains the reader's result on this case."""
+    if mistake.explains is not None:
+        return mistake.explains(case, got)
     try:
         wrong = mistake.compute(*_clone(case.args), **_clone(case.kwargs))
     except Exception:
@@ -421,16 +445,17 @@ def check(
     Returns:
         True if every case matched, False otherwise.
     """
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny tensors: threads only add overhead (and contention)
-    try:
-        with using_language(lang):
+    with using_language(lang), preserved_state(rng=True):
+        torch.set_num_threads(1)  # tiny tensors: threads only add overhead (and contention)
+        try:
             return _check(title, fn, cases, reference, mistakes, signature=signature,
                           names=names, atol=atol, rtol=rtol, strict_dtype=strict_dtype,
                           compare=compare,
                           on_error=on_error, fallback=fallback, on_pass=on_pass)
-    finally:
-        torch.set_num_threads(threads)
+        except Exception as exc:  # a result nothing here foresaw: still a verdict, never a raise
+            print(wrap(f"{FAIL} {title}: " + t("harness.uncomparable",
+                                                error=f"{type(exc).__name__}: {_first_line(exc)}")))
+            return False
 
 
 def _check(title, fn, cases, reference, mistakes, *, signature, names, atol, rtol,
@@ -455,6 +480,10 @@ def _check(title, fn, cases, reference, mistakes, *, signature, names, atol, rto
         outcome = _call(fn, case)
         if isinstance(outcome.error, NotImplementedError):
             return fail(t("harness.not_implemented"))
+        if outcome.timed_out is not None:
+            return fail(t("harness.timeout", seconds=f"{outcome.timed_out:g}"), case)
+        if outcome.refused is not None:
+            return fail(say(outcome.refused), case)
         if outcome.unbound is not None or outcome.error is not None:
             if first_bad is not None:
                 break  # an earlier case already went wrong: report that one
@@ -479,7 +508,8 @@ def _check(title, fn, cases, reference, mistakes, *, signature, names, atol, rto
         case = runs[index][0]
         for _ in range(3):  # a random answer (dropout, sampling) is wrong differently each time
             again = _call(fn, case)
-            if again.error is None and not _same_tensors(got, again.result):
+            if again.error is None and again.timed_out is None and again.refused is None \
+                    and not _same_tensors(got, again.result):
                 return fail(t("harness.random"), case)
         hint = _explain(mistakes, runs, index, cmp, strict_dtype)
         if hint is not None:
@@ -507,7 +537,11 @@ def _error_message(outcome: _Outcome, case: Case, on_error) -> str:
     exc = outcome.error
     error = f"{type(exc).__name__}: {_first_line(exc)}"
     line = outcome.line if len(outcome.line) <= 100 else outcome.line[:99] + "…"
-    specific = on_error(case, exc, outcome.line) if on_error is not None else None
+    if isinstance(exc, SystemExit):
+        error = f"SystemExit({exc.code!r})"
+        specific = t("harness.exit")
+    else:
+        specific = on_error(case, exc, outcome.line) if on_error is not None else None
     specific = specific or common_error(exc, outcome.line)
     raised = (t("harness.raised_at", line=line, error=error) if line
               else t("harness.raised", error=error))

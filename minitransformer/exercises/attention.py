@@ -51,7 +51,7 @@ def _softmax_masked(scores: Tensor, mask: Tensor | None, dead: str = "zero") -> 
 
 
 def _attention(q, k, v, mask=None, *, scale=None, axis=-1, fill="-inf", when="before",
-               invert=False, use_mask=True, post_scale=False, dead="nan"):
+               invert=False, use_mask=True, post_scale=False, dead="nan", hide_nan=False):
     """Attention with one knob turned: the family of wrong answers. ``axis``
     ``"implicit"`` is what ``F.softmax`` picks without ``dim=`` (the deprecated
     default: 0 for 0-, 1- and 3-axis inputs, else 1)."""
@@ -80,6 +80,8 @@ def _attention(q, k, v, mask=None, *, scale=None, axis=-1, fill="-inf", when="be
             weights = weights.masked_fill(~mask, 0.0)
     if post_scale:
         weights = weights / scale
+    if hide_nan:  # NaN weights (a softmax over -inf only) set to 0, as nan_to_num does
+        weights = weights.nan_to_num(0.0)
     return weights @ v, weights
 
 
@@ -161,6 +163,9 @@ def _sdpa_mistakes() -> list[Mistake]:
         Mistake("sdpa.hint.post_scale", knob(post_scale=True)),
         Mistake("sdpa.hint.implicit_dim", knob(axis="implicit")),
         Mistake("sdpa.hint.axis", knob(axis=-2)),
+        # a dim= written as a number: the implicit choice on some inputs, never on all
+        *(Mistake("sdpa.hint.axis", knob(axis=axis, hide_nan=hide)) for axis in (0, 1, 2)
+          for hide in (False, True)),
         Mistake("sdpa.hint.no_mask", knob(use_mask=False)),
         Mistake("sdpa.hint.inverted", knob(invert=True)),
         Mistake("sdpa.hint.after", knob(when="after")),
@@ -294,6 +299,11 @@ def _ms_renormalise(s, m, hide=False):
     return (p.nan_to_num(0.0) if hide else p).to(s.dtype)
 
 
+def _ms_over(axis: int):
+    """The masked softmax over a numbered axis (``dim=1`` written for the last)."""
+    return lambda s, m: s.masked_fill(~m, float("-inf")).softmax(axis)
+
+
 def _ms_mistakes() -> list[Mistake]:
     def after(s, m):
         return s.softmax(-1).masked_fill(~m.expand(s.shape), 0.0)
@@ -310,6 +320,7 @@ def _ms_mistakes() -> list[Mistake]:
         Mistake("ms.hint.no_mask", lambda s, m: s.softmax(-1)),
         Mistake("ms.hint.implicit_dim", implicit),
         Mistake("ms.hint.axis", lambda s, m: s.masked_fill(~m, float("-inf")).softmax(-2)),
+        *(Mistake("ms.hint.axis", _ms_over(axis)) for axis in (0, 1)),
         Mistake("ms.hint.weak_fill", lambda s, m: s.masked_fill(~m, -10000.0).softmax(-1)),
         Mistake("ms.hint.nan", lambda s, m: s.masked_fill(~m, float("-inf")).softmax(-1),
                 nan="match"),

@@ -9,6 +9,7 @@ Shape letters: ``D`` model width, ``F`` inner width; ``...`` any leading axes.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import torch
@@ -84,8 +85,22 @@ def _error(case: Case, exc: BaseException, line: str) -> str | None:
     if "shapes cannot be multiplied" in text or "size mismatch" in text:
         if "linear" in line:
             return t("ffn.err.linear_transposed")
-        return t("ffn.err.transpose")
+        return t("ffn.err.transpose_w2" if _failing_layer(case, text) == "w2"
+                 else "ffn.err.transpose")
     return None
+
+
+def _failing_layer(case: Case, text: str) -> str | None:
+    """"w1" or "w2": which product failed, read from the width of its left
+    operand in PyTorch's message ("mat1 and mat2 shapes cannot be multiplied
+    (6x8 and 4x8)": 8 columns is d_ff, so the second layer); None if unclear."""
+    found = re.search(r"\((\d+)x(\d+) and (\d+)x(\d+)\)", text)
+    x, w1 = case.args[:2]
+    d_model, d_ff = x.shape[-1], w1.shape[0]
+    if found is None or d_model == d_ff:
+        return None
+    width = int(found.group(2))
+    return {d_model: "w1", d_ff: "w2"}.get(width)
 
 
 def check_feed_forward(fn: Callable, *, lang: str | None = None) -> bool:

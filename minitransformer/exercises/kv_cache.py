@@ -24,6 +24,7 @@ width, ``Dh = D / H`` head width.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 
 import torch
@@ -52,21 +53,37 @@ def _split(x: Tensor, num_heads: int, strided: bool = False) -> Tensor:
     return x.reshape(b, n, num_heads, d // num_heads).transpose(1, 2)  # (B, H, n, Dh)
 
 
+def _merge(x: Tensor, strided: bool = False) -> Tensor:
+    b, h, n, dh = x.shape
+    if strided:  # the inverse of the strided split
+        return x.permute(0, 2, 3, 1).reshape(b, n, h * dh)
+    return x.transpose(1, 2).reshape(b, n, h * dh)  # (B, n, D)
+
+
 def _step(x, cache_k, cache_v, w_q, w_k, w_v, w_o, num_heads, *, attend="all", store="append",
           scale="head", transpose_w=True, use_w_o=True, swap_kv=False, raw=False,
-          strided=False, order="kv", first_only=False):
+          strided=False, merge_strided=None, order="kv", first_only=False, axis=-1,
+          full_mask=False, reproject=False):
     """One cached step with one knob turned: the family of wrong answers.
 
     ``attend``: "all" (cache and new), "cache" (the cache only), "new" (the
     new position only). ``store``: "append", "prepend" or "old" (the cache
-    returned unchanged).
+    returned unchanged). ``strided``: the new position split into heads of
+    every H-th feature, merged back the same way unless ``merge_strided`` says
+    otherwise. ``full_mask``: the whole (t + 1, t + 1) causal mask applied to
+    the one query's scores, which broadcasts them to t + 1 rows.
+    ``reproject``: the cached keys and values projected again.
     """
     b, _, d = x.shape
+    merge_strided = strided if merge_strided is None else merge_strided
 
     def project(inp, w):
         return inp @ w.T if transpose_w else inp @ w
 
     wk, wv = (w_v, w_k) if swap_kv else (w_k, w_v)
+    if reproject:  # the cache merged, projected again and split
+        cache_k = _split(project(_merge(cache_k), wk), num_heads)
+        cache_v = _split(project(_merge(cache_v), wv), num_heads)
     if raw:  # the input itself cached, not its key and value
         k_new = v_new = _split(x, num_heads, strided)
     else:
@@ -80,13 +97,13 @@ def _step(x, cache_k, cache_v, w_q, w_k, w_v, w_o, num_heads, *, attend="all", s
     dh = d // num_heads
     s = {"head": math.sqrt(dh), "model": math.sqrt(d), "none": 1.0}[scale]
     scores = q @ keys.transpose(-2, -1) / s  # (B, H, 1, L)
+    n = scores.shape[-1]
     if first_only:  # the first row of a causal mask: only position 0 is visible
-        scores = scores.masked_fill(torch.arange(scores.shape[-1]) > 0, float("-inf"))
-    out = scores.softmax(-1).nan_to_num(0.0) @ values  # (B, H, 1, Dh)
-    if strided:
-        out = out.permute(0, 2, 3, 1).reshape(b, 1, d)
-    else:
-        out = out.transpose(1, 2).reshape(b, 1, d)
+        scores = scores.masked_fill(torch.arange(n) > 0, float("-inf"))
+    if full_mask:  # (B, H, 1, L) filled with an (L, L) mask: (B, H, L, L)
+        scores = scores.masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), float("-inf"))
+    out = scores.softmax(axis).nan_to_num(0.0) @ values  # (B, H, 1, Dh)
+    out = _merge(out, merge_strided)  # (B, 1, D), or (B, L, D) with the full mask
     if use_w_o:
         out = project(out, w_o)
     new_k, new_v = {"append": (k_all, v_all), "old": (cache_k, cache_v),
@@ -116,7 +133,12 @@ def _mistakes() -> list[Mistake]:
         Mistake("kv.hint.scale_model", _knob(scale="model")),
         Mistake("kv.hint.no_scale", _knob(scale="none")),
         Mistake("kv.hint.split_strided", _knob(strided=True)),
+        Mistake("kv.hint.split_strided", _knob(strided=True, merge_strided=False)),
         Mistake("kv.hint.no_w_o", _knob(use_w_o=False)),
+        Mistake("kv.hint.axis", _knob(axis=-2)),
+        Mistake("kv.hint.axis", _knob(axis=1)),
+        Mistake("kv.hint.full_mask", _knob(full_mask=True)),
+        Mistake("kv.hint.reproject", _knob(reproject=True)),
     ]
 
 
@@ -147,8 +169,22 @@ def _cases() -> list[Case]:
 
 def _error(case: Case, exc: BaseException, line: str) -> str | None:
     text = str(exc)
+    x, cache_k = case.args[:2]
+    b, _, d = x.shape
+    heads, t_cached, dh = cache_k.shape[1:]
     if "cat" in line and ("Sizes of tensors must match" in text or "dimension" in text):
         return t("kv.err.cat_dim")
+    # q (B, H, 1, Dh) @ k (B, H, t+1, Dh): batched matmul wants Dh rows, finds t + 1
+    batched = re.search(r"batch2 tensor to be: \[(\d+), (\d+)\] but got: \[(\d+), (\d+)\]", text)
+    if batched and int(batched.group(2)) == dh and int(batched.group(4)) == t_cached + 1:
+        return t("kv.err.key_transpose")
+    plain = re.search(r"mat1 and mat2 shapes cannot be multiplied \(1x(\d+) and (\d+)x(\d+)\)",
+                      text)
+    if plain and int(plain.group(2)) == t_cached + 1 and int(plain.group(3)) == dh:
+        return t("kv.err.key_transpose")
+    size = re.search(r"invalid for input of size (\d+)", text)
+    if size and t_cached > 0 and int(size.group(1)) == b * (t_cached + 1) * d:
+        return t("kv.hint.full_mask")  # the (t+1, t+1) mask made t + 1 query rows
     if any(s in text for s in ("size of tensor", "must match", "cannot be multiplied")):
         return t("kv.err.shapes")
     return None

@@ -52,15 +52,21 @@ def _reference(query, key, value, w_q, w_k, w_v, w_o, num_heads, mask=None):
 
 
 def _mha(query, key, value, w_q, w_k, w_v, w_o, num_heads, mask=None, *, scale="head",
-         transpose_w=True, use_w_o=True, split="slices", merge="slices", average=False,
-         invert=False, use_mask=True, kv_from_query=False, swap_kv=False, axis=-1,
-         return_scores=False):
-    """Multi-head attention with one knob turned: the family of wrong answers."""
+         transpose_w=True, transpose_o=True, use_w_o=True, split="slices", merge="slices",
+         average=False, invert=False, use_mask=True, mask_after=False, kv_from_query=False,
+         swap_kv=False, axis=-1, return_scores=False):
+    """Multi-head attention with one knob turned: the family of wrong answers.
+
+    ``split``: "slices" (right), "direct" (reshaped straight to (B, H, L, Dh)),
+    "strided" (every H-th feature), "swapped" (viewed as (B, L, Dh, H): Dh
+    "heads" of width H). ``merge``: "slices" (right), "direct", "strided" (the
+    inverse of the strided split); a "swapped" split is merged back the same way.
+    """
     b, lq, d = query.shape
     dh = d // num_heads
 
-    def project(x, w):
-        return x @ w.T if transpose_w else x @ w
+    def project(x, w, transpose=transpose_w):
+        return x @ w.T if transpose else x @ w
 
     def split_heads(x):  # (B, L, D) -> (B, H, L, Dh)
         n = x.shape[1]
@@ -68,6 +74,8 @@ def _mha(query, key, value, w_q, w_k, w_v, w_o, num_heads, mask=None, *, scale="
             return x.reshape(b, num_heads, n, dh)
         if split == "strided":  # every H-th feature
             return x.reshape(b, n, dh, num_heads).permute(0, 3, 1, 2)
+        if split == "swapped":  # (B, L, Dh, H) -> (B, Dh, L, H)
+            return x.reshape(b, n, dh, num_heads).transpose(1, 2)
         return x.reshape(b, n, num_heads, dh).transpose(1, 2)
 
     source_k, source_v = (query, query) if kv_from_query else (key, value)
@@ -75,19 +83,23 @@ def _mha(query, key, value, w_q, w_k, w_v, w_o, num_heads, mask=None, *, scale="
     q = split_heads(project(query, w_q))
     k = split_heads(project(source_k, wk))
     v = split_heads(project(source_v, wv))
-    s = {"head": math.sqrt(dh), "model": math.sqrt(d), "none": 1.0}[scale]
+    s = {"head": math.sqrt(dh), "model": math.sqrt(d), "none": 1.0, "dh": dh}[scale]
     scores = q @ k.transpose(-2, -1) / s  # (B, H, Lq, Lk)
-    if mask is not None and use_mask:
+    if mask is not None and use_mask and not mask_after:
         m = mask.expand(scores.shape)
         scores = scores.masked_fill(m if invert else ~m, float("-inf"))
     weights = scores.softmax(dim=axis)  # NaN where a row is fully masked: "anything goes"
+    if mask is not None and mask_after:  # the masked weights zeroed, the rest not renormalised
+        weights = weights.masked_fill(~mask.expand(weights.shape), 0.0)
     heads = weights @ v  # (B, H, Lq, Dh)
     if merge == "direct":
         out = heads.reshape(b, lq, d)
+    elif merge == "strided":  # feature j*H + h holds head h's j-th feature
+        out = heads.permute(0, 2, 3, 1).reshape(b, lq, d)
     else:
         out = heads.transpose(1, 2).reshape(b, lq, d)
     if use_w_o:
-        out = project(out, w_o)
+        out = project(out, w_o, transpose_w and transpose_o)
     if return_scores:
         weights = scores
     if average:
@@ -106,17 +118,23 @@ def _mistakes() -> list[Mistake]:
         Mistake("mha.hint.untransposed", _knob(transpose_w=False)),
         Mistake("mha.hint.kv_from_query", _knob(kv_from_query=True)),
         Mistake("mha.hint.swapped_kv", _knob(swap_kv=True)),
+        Mistake("mha.hint.w_o_untransposed", _knob(transpose_o=False)),
         Mistake("mha.hint.scale_model", _knob(scale="model")),
         Mistake("mha.hint.no_scale", _knob(scale="none")),
+        Mistake("mha.hint.scale_dh", _knob(scale="dh")),
         Mistake("mha.hint.split_direct", _knob(split="direct")),
         Mistake("mha.hint.split_strided", _knob(split="strided")),
+        Mistake("mha.hint.split_strided", _knob(split="strided", merge="strided")),
+        Mistake("mha.hint.split_swapped", _knob(split="swapped")),
         Mistake("mha.hint.merge_direct", _knob(merge="direct")),
         Mistake("mha.hint.no_w_o", _knob(use_w_o=False)),
         Mistake("mha.hint.averaged", _knob(average=True)),
         Mistake("mha.hint.scores", _knob(return_scores=True)),
         Mistake("mha.hint.axis", _knob(axis=-2)),
+        Mistake("mha.hint.axis", _knob(axis=1)),
         Mistake("mha.hint.no_mask", _knob(use_mask=False)),
         Mistake("mha.hint.inverted", _knob(invert=True)),
+        Mistake("mha.hint.mask_after", _knob(mask_after=True)),
     ]
 
 

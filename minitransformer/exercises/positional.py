@@ -10,6 +10,7 @@ Reference: :func:`minitransformer.sinusoidal_table`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import torch
@@ -22,9 +23,22 @@ from ._messages import t
 __all__ = ["check_sinusoidal_encoding"]
 
 
+#: Angles above this are left out ("anything goes") when matching a wrong table:
+#: float32 resolves them only to about 1e-5 rad, so two correct float32
+#: computations of one wrong formula may differ there by more than the tolerance.
+_RESOLVED_ANGLE = 100.0
+
+
 def _table(max_len: int, d_model: int, *, layout: str = "interleaved", exponent: str = "2i",
-           start: int = 0, divide: bool = True, denominator: str = "d_model") -> Tensor:
-    """A sinusoidal table with one knob turned: the family of wrong answers."""
+           start: int = 0, divide: bool = True, denominator: str = "d_model",
+           base: str = "10000") -> Tensor:
+    """A sinusoidal table with one knob turned: the family of wrong answers.
+
+    ``base``: "10000" (right), "e4" (the exp form with log10 for ln,
+    exp(2i · log10(10000) / d) = e^(4 · 2i / d)), "10^ln" (10 ** (2i · ln(10000) / d)).
+    Entries whose angle exceeds :data:`_RESOLVED_ANGLE` are NaN (not compared),
+    so the table matches a float32 computation as well as a float64 one.
+    """
     pos = torch.arange(start, start + max_len, dtype=torch.float64)[:, None]
     n_sin = (d_model + 1) // 2
     col = torch.arange(d_model, dtype=torch.float64)
@@ -38,7 +52,11 @@ def _table(max_len: int, d_model: int, *, layout: str = "interleaved", exponent:
     if layout == "halves":  # sin in the first half, cos in the second, same frequencies
         i = torch.cat([torch.arange(n_sin), torch.arange(d_model - n_sin)]).double()
         pair = 2 * i
-    if denominator == "d_model":
+    if base == "e4":
+        freq = torch.exp(pair * math.log10(10000.0) / d_model)
+    elif base == "10^ln":
+        freq = torch.pow(10.0, pair * math.log(10000.0) / d_model)
+    elif denominator == "d_model":
         freq = torch.pow(10000.0, pair / d_model)
     elif denominator == "max_len":
         freq = torch.pow(10000.0, pair / max_len)
@@ -55,7 +73,7 @@ def _table(max_len: int, d_model: int, *, layout: str = "interleaved", exponent:
     else:  # halves
         pe[:, :n_sin] = torch.sin(angle[:, :n_sin])
         pe[:, n_sin:] = torch.cos(angle[:, n_sin:])
-    return pe.float()
+    return pe.masked_fill(angle.abs() > _RESOLVED_ANGLE, float("nan")).float()
 
 
 def _mistakes() -> list[Mistake]:
@@ -69,6 +87,8 @@ def _mistakes() -> list[Mistake]:
         Mistake("pe.hint.max_len", lambda n, d: _table(n, d, denominator="max_len")),
         Mistake("pe.hint.start1", lambda n, d: _table(n, d, start=1)),
         Mistake("pe.hint.multiply", lambda n, d: _table(n, d, divide=False)),
+        Mistake("pe.hint.log10", lambda n, d: _table(n, d, base="e4")),
+        Mistake("pe.hint.log10", lambda n, d: _table(n, d, base="10^ln")),
     ]
 
 

@@ -27,13 +27,23 @@ def paper_learning_rate(step: int, d_model: int, warmup_steps: int = 4000) -> fl
 
 
 def _lr(step, d_model, warmup_steps=4000, *, combine=min, d_exp=-0.5, w_exp=-1.5, decay=-0.5,
-        warmup=None, shift=0, normalised=False):
-    """The schedule with one knob turned: the family of wrong answers."""
+        warmup=None, shift=0, normalised=False, precedence="", step_factor=True, digits=None):
+    """The schedule with one knob turned: the family of wrong answers.
+
+    ``precedence``: the terms, of "d", "s" and "w", whose exponent was written
+    ``** -1/2`` (or ``** -3/2``), which Python reads as ``(x ** -1) / 2``.
+    ``step_factor``: False drops the step from the warm-up term.
+    ``digits``: the rate rounded, ``round(lr, digits)``.
+    """
     w = warmup_steps if warmup is None else warmup
     s = step + shift
     if normalised:  # the shape right, the scale (d_model · warmup)^-0.5 forgotten
         return min(s / w, math.sqrt(w / s))
-    return d_model**d_exp * combine(s**decay, s * w**w_exp)
+    d_term = d_model**-1 / 2 if "d" in precedence else d_model**d_exp
+    s_term = s**-1 / 2 if "s" in precedence else s**decay
+    w_term = w**-3 / 2 if "w" in precedence else w**w_exp
+    lr = d_term * combine(s_term, (s if step_factor else 1) * w_term)
+    return lr if digits is None else round(lr, digits)
 
 
 def _knob(**kw):
@@ -42,7 +52,31 @@ def _knob(**kw):
     return fn
 
 
+def _decays_wrongly(case: Case, got) -> bool:
+    """The warm-up right, the decay after it of some other form: equal to the
+    paper's rate up to ``warmup_steps``, positive and at most the peak after."""
+    step, d_model = case.args
+    warmup = case.kwargs.get("warmup_steps", 4000)
+    try:
+        value = float(got)
+    except (TypeError, ValueError, RuntimeError):
+        return False
+    right = paper_learning_rate(step, d_model, warmup)
+    if step <= warmup:
+        return math.isclose(value, right, rel_tol=1e-5)
+    return 0 < value <= paper_learning_rate(warmup, d_model, warmup) * (1 + 1e-6)
+
+
+def _exponential_decay(step, d_model, warmup_steps=4000):
+    """An example of a decay of the wrong form: exponential after the peak."""
+    if step <= warmup_steps:
+        return paper_learning_rate(step, d_model, warmup_steps)
+    peak = paper_learning_rate(warmup_steps, d_model, warmup_steps)
+    return peak * math.exp(-(step - warmup_steps) / warmup_steps)
+
+
 def _mistakes() -> list[Mistake]:
+    slips = ["d", "s", "w", "ds", "dw", "sw", "dsw"]  # terms written ** -1/2 (** -3/2)
     return [
         Mistake("warmup.hint.max", _knob(combine=max)),
         Mistake("warmup.hint.d_exp", _knob(d_exp=0.5)),
@@ -56,6 +90,10 @@ def _mistakes() -> list[Mistake]:
         Mistake("warmup.hint.fixed_warmup", _knob(warmup=4000)),
         Mistake("warmup.hint.off_by_one", _knob(shift=1)),
         Mistake("warmup.hint.normalised", _knob(normalised=True)),
+        *(Mistake("warmup.hint.precedence", _knob(precedence=p)) for p in slips),
+        Mistake("warmup.hint.no_step", _knob(step_factor=False)),
+        *(Mistake("warmup.hint.rounded", _knob(digits=n)) for n in range(11)),
+        Mistake("warmup.hint.decay_form", _exponential_decay, explains=_decays_wrongly),
     ]
 
 

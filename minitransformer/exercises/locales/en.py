@@ -40,6 +40,28 @@ MESSAGES: dict[str, str] = {
         "F.dropout(x, p) drops at random unless you pass training=False; leave dropout out "
         "here."
     ),
+    "harness.timeout": (
+        "your function did not finish within {seconds} s: is there a loop that never ends, or "
+        "a wait for something that never comes?"
+    ),
+    "harness.exit": (
+        "your function called sys.exit() (or exit()), which would end the program: return "
+        "the result instead."
+    ),
+    "harness.huge": (
+        "your result holds a tensor of shape {shape}, {numel} elements (more than {limit}): "
+        "far larger than any expected result, so it is not compared. Check its shape (an "
+        "expand() or a broadcast too many?)."
+    ),
+    "harness.device": (
+        "your result is a tensor on the {device} device; the inputs are ordinary CPU tensors: "
+        "compute on them, without .to(...) or device=... (a meta tensor holds no values to "
+        "check)."
+    ),
+    "harness.uncomparable": (
+        "your result could not be compared with the expected one ({error}): return tensors "
+        "or numbers of the form the exercise asks for."
+    ),
     "harness.wrong_values": "wrong values: {where}.",
     "harness.worst": "largest difference {diff} at index {index}: expected {expected}, got {got}",
     "harness.worst_nan": "your result has NaN, e.g. at index {index} (expected {expected})",
@@ -423,6 +445,10 @@ MESSAGES: dict[str, str] = {
         "a shape error in a matrix product: nn.Linear stores w1 as (d_ff, d_model), so "
         "multiply by its transpose: x @ w1.T + b1."
     ),
+    "ffn.err.transpose_w2": (
+        "a shape error in the second matrix product: nn.Linear stores w2 as (d_model, d_ff), "
+        "so multiply the hidden layer by its transpose: h @ w2.T + b2."
+    ),
     "ffn.err.linear_transposed": (
         "F.linear(x, w, b) already computes x @ w.T + b: pass w1 and w2 as they are, without "
         ".T."
@@ -456,6 +482,10 @@ MESSAGES: dict[str, str] = {
     "pe.hint.multiply": (
         "you multiplied the position by 10000^(2i/d_model); divide: the angle is "
         "pos / 10000^(2i/d_model)."
+    ),
+    "pe.hint.log10": (
+        "a logarithm of the wrong base: 10000^(2i/d_model) = exp(2i · ln(10000) / d_model), "
+        "with the natural logarithm, math.log(10000.0), not math.log10 (and exp, not 10 ** ...)."
     ),
     "pe.err.odd": (
         "odd d_model ({d}) fails: there are {n_sin} sine columns but only {n_cos} cosine "
@@ -602,11 +632,19 @@ MESSAGES: dict[str, str] = {
         "(they differ in cross-attention)."
     ),
     "mha.hint.swapped_kv": "you swapped w_k and w_v: keys use w_k, values use w_v.",
+    "mha.hint.w_o_untransposed": (
+        "w_o is stored as nn.Linear stores it, (out, in), like the other three: finish with "
+        "concat @ w_o.T, not concat @ w_o."
+    ),
     "mha.hint.scale_model": (
         "you scaled by √d_model; each head's scores are divided by √(d_model / num_heads), "
         "the head width."
     ),
     "mha.hint.no_scale": "the scores are not scaled: divide them by √Dh, Dh = d_model // num_heads.",
+    "mha.hint.scale_dh": (
+        "you divided the scores by Dh, the head width itself: divide by its square root, "
+        "math.sqrt(d_model // num_heads)."
+    ),
     "mha.hint.split_direct": (
         "you reshaped (B, L, D) straight to (B, H, L, Dh), which mixes positions: view as "
         "(B, L, H, Dh), then .transpose(1, 2)."
@@ -614,6 +652,10 @@ MESSAGES: dict[str, str] = {
     "mha.hint.split_strided": (
         "each head got every H-th feature: head h owns the contiguous features h*Dh to "
         "(h+1)*Dh - 1, so view as (B, L, H, Dh)."
+    ),
+    "mha.hint.split_swapped": (
+        "you made Dh heads of width H: view the last axis as (num_heads, D // num_heads), "
+        "x.view(B, L, H, Dh), then .transpose(1, 2)."
     ),
     "mha.hint.merge_direct": (
         "you merged (B, H, L, Dh) straight to (B, L, D), which mixes positions: "
@@ -630,6 +672,10 @@ MESSAGES: dict[str, str] = {
     "mha.hint.inverted": (
         "the mask is inverted: True means *may attend*, so fill where it is False: "
         "scores.masked_fill(~mask, float('-inf'))."
+    ),
+    "mha.hint.mask_after": (
+        "you applied the mask after the softmax: zeroing weights afterwards leaves rows that "
+        "no longer sum to 1. Fill the scores with -inf where the mask is False, then softmax."
     ),
     "mha.err.mask_shape": (
         "after your change the mask no longer broadcasts against the (B, H, Lq, Lk) scores: "
@@ -693,8 +739,25 @@ MESSAGES: dict[str, str] = {
         "the same way the cache was split."
     ),
     "kv.hint.no_w_o": "you left out the output projection: finish with @ w_o.T.",
+    "kv.hint.axis": (
+        "softmax over the wrong axis: the new query's weights must sum to 1 over the t + 1 "
+        "keys, the last axis of the (B, H, 1, t + 1) scores: softmax(dim=-1)."
+    ),
+    "kv.hint.full_mask": (
+        "you applied the whole (t + 1, t + 1) causal mask: it broadcasts the one query's "
+        "scores to t + 1 rows. A step has a single query, the last position, which may see "
+        "every key: no mask is needed (its row of the causal mask is all True)."
+    ),
+    "kv.hint.reproject": (
+        "you projected the cache again: cache_k and cache_v already hold projected keys and "
+        "values, split into heads; project only the new x and append its key and value."
+    ),
     "kv.err.cat_dim": (
         "torch.cat joins along one axis: append along the length, dim=2 of (B, H, L, Dh)."
+    ),
+    "kv.err.key_transpose": (
+        "the keys are not transposed: the scores are q @ k.transpose(-2, -1), "
+        "(B, H, 1, Dh) @ (B, H, Dh, t + 1)."
     ),
     "kv.err.shapes": (
         "a shape mismatch: split the new key and value into (B, H, 1, Dh) like the cache "
@@ -725,6 +788,23 @@ MESSAGES: dict[str, str] = {
     "warmup.hint.normalised": (
         "the shape is right but the scale is not: multiply by d_model^-0.5 and write the "
         "warm-up term as step · warmup_steps^-1.5 (the peak is (d_model · warmup_steps)^-0.5)."
+    ),
+    "warmup.hint.precedence": (
+        "** binds tighter than /: x ** -1/2 is (x ** -1) / 2, not x^-0.5. Write the "
+        "exponents as numbers, ** -0.5 and ** -1.5 (or in brackets, ** (-1 / 2))."
+    ),
+    "warmup.hint.no_step": (
+        "the warm-up term lacks its step factor: it is step · warmup_steps^-1.5, so the rate "
+        "rises in proportion to step until warmup_steps."
+    ),
+    "warmup.hint.rounded": (
+        "you rounded the rate: early rates are about 1e-7, so round() turns them into 0 or "
+        "loses their digits; return it unrounded (round only when you print it)."
+    ),
+    "warmup.hint.decay_form": (
+        "your warm-up is right, but the rate falls differently after it: the paper's decay is "
+        "d_model^-0.5 · step^-0.5, in proportion to 1/√step (not exponential, linear or "
+        "1/step)."
     ),
     "warmup.err.zero_step": (
         "a division by zero: steps count from 1, so use step as it is given, not step − 1."

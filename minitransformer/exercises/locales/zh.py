@@ -41,6 +41,22 @@ MESSAGES: dict[str, str] = {
         "对同一个输入，你的函数返回了不同的结果：是不是开着 dropout？除非传入 "
         "training=False，F.dropout(x, p) 会随机丢弃；这里不要用 dropout。"
     ),
+    "harness.timeout": (
+        "你的函数在 {seconds} 秒内没有结束：是不是有一个永不结束的循环，或者在等待一件永远不会"
+        "发生的事？"
+    ),
+    "harness.exit": "你的函数调用了 sys.exit()（或 exit()），这会结束整个程序：请改为返回结果。",
+    "harness.huge": (
+        "你的结果里有一个形状为 {shape} 的张量，共 {numel} 个元素（超过 {limit}）：远大于任何"
+        "预期的结果，因此不做比较。请检查它的形状（是不是多了一次 expand() 或广播？）。"
+    ),
+    "harness.device": (
+        "你的结果是 {device} 设备上的张量，而输入是普通的 CPU 张量：请直接在输入上计算，不要用 "
+        ".to(...) 或 device=...（meta 张量没有可供检查的数值）。"
+    ),
+    "harness.uncomparable": (
+        "你的结果无法与预期结果比较（{error}）：请按练习要求的形式返回张量或数值。"
+    ),
     "harness.wrong_values": "数值不对：{where}。",
     "harness.worst": "最大差异 {diff}，位于下标 {index}：应为 {expected}，实际为 {got}",
     "harness.worst_nan": "你的结果含有 NaN，例如下标 {index}（应为 {expected}）",
@@ -376,6 +392,10 @@ MESSAGES: dict[str, str] = {
         "矩阵乘法中形状出错：nn.Linear 把 w1 存成 (d_ff, d_model)，所以要乘它的转置："
         "x @ w1.T + b1。"
     ),
+    "ffn.err.transpose_w2": (
+        "第二个矩阵乘法中形状出错：nn.Linear 把 w2 存成 (d_model, d_ff)，所以隐藏层要乘它的"
+        "转置：h @ w2.T + b2。"
+    ),
     "ffn.err.linear_transposed": (
         "F.linear(x, w, b) 本身就会计算 x @ w.T + b：请直接传入 w1 和 w2，不要加 .T。"
     ),
@@ -405,6 +425,10 @@ MESSAGES: dict[str, str] = {
     "pe.hint.start1": "位置从 1 开始了；请从 0 开始，这样第 0 行是 sin 0 = 0，cos 0 = 1。",
     "pe.hint.multiply": (
         "你把位置乘以了 10000^(2i/d_model)；应该除：角度是 pos / 10000^(2i/d_model)。"
+    ),
+    "pe.hint.log10": (
+        "对数的底数不对：10000^(2i/d_model) = exp(2i · ln(10000) / d_model)，用的是自然对数 "
+        "math.log(10000.0)，不是 math.log10（而且用 exp，不是 10 ** ...）。"
     ),
     "pe.err.odd": (
         "d_model 为奇数（{d}）时出错：有 {n_sin} 个正弦列，却只有 {n_cos} 个余弦列，所以余弦要用 "
@@ -532,10 +556,17 @@ MESSAGES: dict[str, str] = {
         "你用 query 计算了键和值：请用 key @ w_k.T 和 value @ w_v.T（在交叉注意力中它们不同）。"
     ),
     "mha.hint.swapped_kv": "你把 w_k 和 w_v 弄反了：键用 w_k，值用 w_v。",
+    "mha.hint.w_o_untransposed": (
+        "w_o 和另外三个矩阵一样按 nn.Linear 的方式存储，(out, in)：最后要算 concat @ w_o.T，"
+        "而不是 concat @ w_o。"
+    ),
     "mha.hint.scale_model": (
         "你按 √d_model 缩放了；每个头的分数应除以 √(d_model / num_heads)，即头宽度的平方根。"
     ),
     "mha.hint.no_scale": "分数没有缩放：请除以 √Dh，Dh = d_model // num_heads。",
+    "mha.hint.scale_dh": (
+        "你把分数除以了头宽 Dh 本身：应除以它的平方根，math.sqrt(d_model // num_heads)。"
+    ),
     "mha.hint.split_direct": (
         "你把 (B, L, D) 直接 reshape 成 (B, H, L, Dh)，这会把位置混在一起：请先 view 成 "
         "(B, L, H, Dh)，再 .transpose(1, 2)。"
@@ -543,6 +574,10 @@ MESSAGES: dict[str, str] = {
     "mha.hint.split_strided": (
         "每个头拿到的是每隔 H 个取一个的特征：第 h 个头拥有连续的第 h*Dh 到 (h+1)*Dh - 1 个特征，"
         "所以要 view 成 (B, L, H, Dh)。"
+    ),
+    "mha.hint.split_swapped": (
+        "你做出了 Dh 个宽为 H 的头：最后一个轴应看作 (num_heads, D // num_heads)，"
+        "即 x.view(B, L, H, Dh)，再 .transpose(1, 2)。"
     ),
     "mha.hint.merge_direct": (
         "你把 (B, H, L, Dh) 直接 reshape 成 (B, L, D)，这会把位置混在一起：先 .transpose(1, 2)，"
@@ -559,6 +594,10 @@ MESSAGES: dict[str, str] = {
     "mha.hint.inverted": (
         "掩码反了：True 表示“可以关注”，所以要在掩码为 False 的地方填充："
         "scores.masked_fill(~mask, float('-inf'))。"
+    ),
+    "mha.hint.mask_after": (
+        "你在 softmax 之后才用掩码：事后把权重置零，每行的和就不再是 1。请先在掩码为 False "
+        "的地方把分数填成 -inf，再做 softmax。"
     ),
     "mha.err.mask_shape": (
         "你改动之后，掩码不再能和 (B, H, Lq, Lk) 的分数广播：给你的掩码 {mask} 本来就可以，"
@@ -615,7 +654,23 @@ MESSAGES: dict[str, str] = {
         "与缓存的拆分方式相同。"
     ),
     "kv.hint.no_w_o": "你漏掉了输出投影：最后要 @ w_o.T。",
+    "kv.hint.axis": (
+        "softmax 的轴不对：新查询的权重要在 t + 1 个键上加起来等于 1，也就是 (B, H, 1, t + 1) "
+        "分数的最后一个轴：softmax(dim=-1)。"
+    ),
+    "kv.hint.full_mask": (
+        "你用了完整的 (t + 1, t + 1) 因果掩码：它把唯一一个查询的分数广播成了 t + 1 行。"
+        "每一步只有一个查询，即最后一个位置，它可以看到所有的键：不需要掩码（因果掩码的这一行"
+        "全是 True）。"
+    ),
+    "kv.hint.reproject": (
+        "你又投影了一次缓存：cache_k 和 cache_v 里已经是投影过、按头拆分好的键和值；只需投影"
+        "新的 x，再把它的键和值追加进去。"
+    ),
     "kv.err.cat_dim": "torch.cat 沿一个轴拼接：请沿长度方向追加，即 (B, H, L, Dh) 的 dim=2。",
+    "kv.err.key_transpose": (
+        "键没有转置：分数是 q @ k.transpose(-2, -1)，即 (B, H, 1, Dh) @ (B, H, Dh, t + 1)。"
+    ),
     "kv.err.shapes": (
         "形状不匹配：追加之前，先把新的键和值拆成和缓存一样的 (B, H, 1, Dh)，再用 "
         "q @ k.transpose(-2, -1) 做注意力。"
@@ -642,6 +697,22 @@ MESSAGES: dict[str, str] = {
     "warmup.hint.normalised": (
         "形状对了，但尺度不对：请乘上 d_model^-0.5，并把预热项写成 step · warmup_steps^-1.5"
         "（峰值为 (d_model · warmup_steps)^-0.5）。"
+    ),
+    "warmup.hint.precedence": (
+        "** 的优先级高于 /：x ** -1/2 是 (x ** -1) / 2，而不是 x^-0.5。请把指数写成数字，"
+        "** -0.5 和 ** -1.5（或加括号，** (-1 / 2)）。"
+    ),
+    "warmup.hint.no_step": (
+        "预热项缺了 step 这个因子：它是 step · warmup_steps^-1.5，所以在 warmup_steps 之前"
+        "学习率与 step 成正比地上升。"
+    ),
+    "warmup.hint.rounded": (
+        "你对学习率做了舍入：前期的学习率约为 1e-7，round() 会把它变成 0 或丢掉有效数字；"
+        "请返回未舍入的值（只在打印时舍入）。"
+    ),
+    "warmup.hint.decay_form": (
+        "你的预热部分是对的，但之后的下降方式不对：论文的衰减是 d_model^-0.5 · step^-0.5，"
+        "与 1/√step 成正比（不是指数、线性或 1/step 衰减）。"
     ),
     "warmup.err.zero_step": (
         "除以了零：步数从 1 开始，所以请直接使用给你的 step，不要用 step − 1。"
