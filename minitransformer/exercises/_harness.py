@@ -97,6 +97,27 @@ def generator(seed: int = 0) -> torch.Generator:
     return torch.Generator().manual_seed(seed)
 
 
+def normal(g: torch.Generator, draw: torch.dtype = torch.float64) -> Callable[..., Tensor]:
+    """A sampler ``r(*shape, dtype=torch.float32, scale=1.0, shift=0.0)`` of
+    ``N(shift, scale²)`` tensors from the generator ``g``, drawn in ``draw``
+    and cast to ``dtype`` (drawn in float64, a float32 case and a float64 case
+    hold the same numbers)."""
+
+    def r(*shape: int, dtype: torch.dtype = torch.float32, scale: float = 1.0,
+          shift: float = 0.0) -> Tensor:
+        return (torch.randn(*shape, generator=g, dtype=draw) * scale + shift).to(dtype)
+
+    return r
+
+
+def as_number(got: Any) -> float | None:
+    """``got`` as a float (a number or a one-element tensor), or None if it is not one."""
+    try:
+        return float(got)
+    except (TypeError, ValueError, RuntimeError):
+        return None
+
+
 def _clone(obj: Any) -> Any:
     if isinstance(obj, Tensor):
         return obj.clone()
@@ -198,9 +219,8 @@ def close(got: Any, expected: Any, atol: float, rtol: float, nan: str = "none") 
             g, e = g[keep], e[keep]
         return bool(torch.allclose(g, e, atol=atol, rtol=rtol, equal_nan=True))
     if isinstance(expected, (int, float)):
-        try:
-            value = float(got)
-        except (TypeError, ValueError, RuntimeError):
+        value = as_number(got)
+        if value is None:
             return False
         if nan == "any" and math.isnan(expected):
             return True

@@ -17,7 +17,7 @@ from torch import Tensor
 
 from ..attention import scaled_dot_product_attention
 from ..masks import causal_mask, padding_mask
-from ._harness import Case, Mistake, check, close, generator
+from ._harness import Case, Mistake, check, close, generator, normal
 from ._messages import t
 
 __all__ = ["check_scaled_dot_product_attention", "check_masked_softmax"]
@@ -120,10 +120,7 @@ def _sdpa_compare(atol: float, rtol: float):
 
 # ---------------------------------------------------------------- attention
 def _sdpa_cases() -> list[Case]:
-    g = generator(1)
-
-    def r(*shape, dtype=torch.float32, scale=1.0):
-        return (torch.randn(*shape, generator=g, dtype=torch.float64) * scale).to(dtype)
+    r = normal(generator(1))
 
     pad = torch.tensor([[5, 6, 7, 8, 0, 0], [5, 6, 7, 8, 9, 0]])
     dead = torch.tensor([[True, False, True, True], [False, False, False, False],
@@ -254,9 +251,7 @@ def _ms_reference(scores: Tensor, mask: Tensor) -> Tensor:
 
 def _ms_cases() -> list[Case]:
     g = generator(2)
-
-    def r(*shape, scale=1.0):
-        return torch.randn(*shape, generator=g) * scale
+    r = normal(g, draw=torch.float32)
 
     def m(*shape, p=0.6):
         keep = torch.rand(*shape, generator=g) < p

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from ..feedforward import PositionwiseFeedForward
-from ._harness import Case, Mistake, check, generator
+from ._harness import Case, Mistake, check, generator, normal
 from ._messages import t
 
 __all__ = ["check_feed_forward"]
@@ -35,10 +35,7 @@ def _reference(x: Tensor, w1: Tensor, b1: Tensor, w2: Tensor, b2: Tensor) -> Ten
 
 
 def _cases() -> list[Case]:
-    g = generator(5)
-
-    def r(*shape, dtype=torch.float32):
-        return torch.randn(*shape, generator=g, dtype=torch.float64).to(dtype)
+    r = normal(generator(5))
 
     def weights(d, f, dtype=torch.float32):
         return (r(f, d, dtype=dtype) / d**0.5, r(f, dtype=dtype), r(d, f, dtype=dtype) / f**0.5,

@@ -16,7 +16,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from ._harness import Case, Mistake, check, generator
+from ._harness import Case, Mistake, check, generator, normal
 
 __all__ = ["check_split_heads", "check_merge_heads", "split_heads_reference",
            "merge_heads_reference"]
@@ -34,10 +34,7 @@ def merge_heads_reference(x: Tensor) -> Tensor:
 
 
 def _split_cases() -> list[Case]:
-    g = generator(4)
-
-    def r(*shape):
-        return torch.randn(*shape, generator=g)
+    r = normal(generator(4), draw=torch.float32)
 
     return [
         Case("split.case.plain", (r(2, 5, 12), 3)),
@@ -107,10 +104,7 @@ def check_split_heads(fn: Callable, *, lang: str | None = None) -> bool:
 
 
 def _merge_cases() -> list[Case]:
-    g = generator(5)
-
-    def r(*shape):
-        return torch.randn(*shape, generator=g)
+    r = normal(generator(5), draw=torch.float32)
 
     return [
         Case("merge.case.plain", (r(2, 3, 5, 4),)),

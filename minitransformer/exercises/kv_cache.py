@@ -31,9 +31,9 @@ import torch
 from torch import Tensor
 
 from ..attention import KVCache
-from ._harness import Case, Mistake, check, generator
+from ._harness import Case, Mistake, check, generator, normal
 from ._messages import t
-from .multihead import multi_head_module
+from .multihead import multi_head_module, random_weights
 
 __all__ = ["check_kv_cache_step"]
 
@@ -143,15 +143,12 @@ def _mistakes() -> list[Mistake]:
 
 
 def _cases() -> list[Case]:
-    g = generator(12)
-
-    def r(*shape, dtype=torch.float32):
-        return torch.randn(*shape, generator=g, dtype=torch.float64).to(dtype)
+    r = normal(generator(12))
 
     def case(label, b, cached, d, heads, dtype=torch.float32):
         """A step after ``cached`` earlier positions of a random sequence: the
         cache holds their keys and values, as earlier steps would have left it."""
-        w_q, w_k, w_v, w_o = (r(d, d, dtype=dtype) / math.sqrt(d) for _ in range(4))
+        w_q, w_k, w_v, w_o = random_weights(r, d, dtype)
         prefix = r(b, cached, d, dtype=dtype)
         cache_k, cache_v = _split(prefix @ w_k.T, heads), _split(prefix @ w_v.T, heads)
         return Case(label, (r(b, 1, d, dtype=dtype), cache_k, cache_v, w_q, w_k, w_v, w_o, heads))

@@ -15,7 +15,7 @@ import torch
 from torch import Tensor
 
 from ..layernorm import LayerNorm
-from ._harness import Case, Mistake, check, generator
+from ._harness import Case, Mistake, check, generator, normal
 from ._messages import t
 
 __all__ = ["check_layer_norm"]
@@ -46,10 +46,7 @@ def _ln(x, w, b, eps=1e-5, *, unbiased=False, eps_outside=False, dims=(-1,),
 
 
 def _cases() -> list[Case]:
-    g = generator(6)
-
-    def r(*shape, scale=1.0, shift=0.0, dtype=torch.float32):
-        return (torch.randn(*shape, generator=g, dtype=torch.float64) * scale + shift).to(dtype)
+    r = normal(generator(6))
 
     def wb(d, dtype=torch.float32):
         return 1.0 + 0.5 * r(d, dtype=dtype), r(d, dtype=dtype)

@@ -42,7 +42,7 @@ def _causal_mistakes() -> list[Mistake]:
     ]
 
 
-def _causal_compare(got, expected, case, nan):
+def _mask_compare(got, expected, case, nan):
     """Masks must be equal. When matching a mistake (``nan != "none"``), number
     forms are compared by value, so a float 0/1 or 0/-inf answer is named."""
     if not isinstance(got, Tensor) or got.shape != expected.shape:
@@ -73,7 +73,7 @@ def check_causal_mask(fn: Callable, *, lang: str | None = None) -> bool:
     cases = [Case("causal.case.length", (n,), fields={"n": n}) for n in (5, 1, 2, 8)]
     return check(
         "causal_mask", fn, cases, causal_mask, _causal_mistakes(), signature="fn(length)",
-        names=("name.mask",), compare=_causal_compare, fallback="causal.fallback", lang=lang,
+        names=("name.mask",), compare=_mask_compare, fallback="causal.fallback", lang=lang,
     )
 
 
@@ -94,17 +94,6 @@ def _padding_mistakes() -> list[Mistake]:
         Mistake("padding.hint.numbers", lambda t, p: (t != p)[:, None, None, :].float()),
         Mistake("padding.hint.numbers", lambda t, p: (t != p)[:, None, None, :].long()),
     ]
-
-
-def _padding_compare(got, expected, case, nan):
-    """Masks must be equal; when matching a mistake, number forms by value."""
-    if not isinstance(got, Tensor) or got.shape != expected.shape:
-        return False
-    if nan == "none":
-        return got.dtype == torch.bool and bool(torch.equal(got, expected))
-    if (got.dtype == torch.bool) != (expected.dtype == torch.bool):
-        return False
-    return bool(torch.equal(got.double(), expected.double()))
 
 
 def _padding_cases() -> list[Case]:
@@ -142,6 +131,6 @@ def check_padding_mask(fn: Callable, *, lang: str | None = None) -> bool:
     """
     return check(
         "padding_mask", fn, _padding_cases(), padding_mask, _padding_mistakes(),
-        signature="fn(tokens, pad_id)", names=("name.mask",), compare=_padding_compare,
+        signature="fn(tokens, pad_id)", names=("name.mask",), compare=_mask_compare,
         fallback="padding.fallback", lang=lang,
     )

@@ -26,10 +26,10 @@ from torch import Tensor
 
 from ..attention import MultiHeadAttention
 from ..masks import causal_mask, padding_mask
-from ._harness import Case, Mistake, check, generator
+from ._harness import Case, Mistake, check, generator, normal
 from ._messages import t
 
-__all__ = ["check_multi_head_attention", "multi_head_module"]
+__all__ = ["check_multi_head_attention", "multi_head_module", "random_weights"]
 
 
 def multi_head_module(w_q: Tensor, w_k: Tensor, w_v: Tensor, w_o: Tensor,
@@ -138,14 +138,19 @@ def _mistakes() -> list[Mistake]:
     ]
 
 
-def _cases() -> list[Case]:
-    g = generator(11)
+def random_weights(r: Callable[..., Tensor], d: int, dtype: torch.dtype = torch.float32
+                   ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """``w_q, w_k, w_v, w_o``, each ``(D, D)`` with entries of variance ``1/D``
+    (so projections keep the inputs' scale), drawn with the sampler ``r``
+    (:func:`~minitransformer.exercises._harness.normal`)."""
+    return tuple(r(d, d, dtype=dtype) / math.sqrt(d) for _ in range(4))
 
-    def r(*shape, dtype=torch.float32):
-        return torch.randn(*shape, generator=g, dtype=torch.float64).to(dtype)
+
+def _cases() -> list[Case]:
+    r = normal(generator(11))
 
     def weights(d, dtype=torch.float32):
-        return tuple(r(d, d, dtype=dtype) / math.sqrt(d) for _ in range(4))
+        return random_weights(r, d, dtype)
 
     x5 = r(2, 5, 8)
     x6 = r(2, 6, 8)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from ._harness import Case, Mistake, check
+from ._harness import Case, Mistake, as_number, check
 from ._messages import t
 
 __all__ = ["check_warmup_schedule", "paper_learning_rate"]
@@ -57,9 +57,8 @@ def _decays_wrongly(case: Case, got) -> bool:
     paper's rate up to ``warmup_steps``, positive and at most the peak after."""
     step, d_model = case.args
     warmup = case.kwargs.get("warmup_steps", 4000)
-    try:
-        value = float(got)
-    except (TypeError, ValueError, RuntimeError):
+    value = as_number(got)
+    if value is None:
         return False
     right = paper_learning_rate(step, d_model, warmup)
     if step <= warmup:
