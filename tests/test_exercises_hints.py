@@ -63,15 +63,20 @@ def _mha(strided_split=False, strided_merge=False, mask_after=False, divide_by_d
 
 # ---------------------------------------------------------------- KV-cache step
 def _kv(strided_split=False, strided_merge=False, axis=-1, full_mask=False, reproject=False,
-        merge_with_reshape=False):
+        merge_with_reshape=False, heads_swapped=False):
     def fn(x, cache_k, cache_v, w_q, w_k, w_v, w_o, num_heads):
         b, _, d = x.shape
         if reproject:  # "project the keys and values", the cached ones too
             cache_k = _split(_merge(cache_k) @ w_k.T, num_heads)
             cache_v = _split(_merge(cache_v) @ w_v.T, num_heads)
-        k = torch.cat([cache_k, _split(x @ w_k.T, num_heads, strided_split)], dim=2)
-        v = torch.cat([cache_v, _split(x @ w_v.T, num_heads, strided_split)], dim=2)
-        q = _split(x @ w_q.T, num_heads, strided_split)
+        def heads(t):
+            if heads_swapped:  # view(B, 1, Dh, H): does not fit the (B, H, t, Dh) cache
+                return t.view(b, 1, d // num_heads, num_heads).transpose(1, 2)
+            return _split(t, num_heads, strided_split)
+
+        k = torch.cat([cache_k, heads(x @ w_k.T)], dim=2)
+        v = torch.cat([cache_v, heads(x @ w_v.T)], dim=2)
+        q = heads(x @ w_q.T)
         scores = q @ k.transpose(-2, -1) / math.sqrt(d // num_heads)
         if full_mask:  # the causal mask of the whole prefix, as in training
             n = k.shape[2]
@@ -109,6 +114,10 @@ def lr_no_step_factor(step, d_model, warmup_steps=4000):
 
 def lr_rounded(step, d_model, warmup_steps=4000):
     return round(d_model ** -0.5 * min(step ** -0.5, step * warmup_steps ** -1.5), 6)
+
+
+def lr_three_significant_digits(step, d_model, warmup_steps=4000):
+    return float(f"{d_model ** -0.5 * min(step ** -0.5, step * warmup_steps ** -1.5):.3g}")
 
 
 def lr_exponential_decay(step, d_model, warmup_steps=4000):
@@ -179,6 +188,7 @@ CASES = [
     (ex.check_multi_head_attention, _mha(w_o_untransposed=True), "mha.hint.w_o_untransposed",
      ()),
     (ex.check_multi_head_attention, _mha(heads_swapped=True), "mha.hint.split_swapped", ()),
+    (ex.check_multi_head_attention, _mha(strided_merge=True), "mha.hint.merge_strided", ()),
     (ex.check_kv_cache_step, _kv(strided_split=True, strided_merge=True),
      "kv.hint.split_strided", ()),
     (ex.check_kv_cache_step, _kv(strided_split=True), "kv.hint.split_strided", ()),
@@ -189,10 +199,12 @@ CASES = [
     (ex.check_kv_cache_step, _kv(full_mask=True, merge_with_reshape=True), "kv.hint.full_mask",
      ()),
     (ex.check_kv_cache_step, _kv(reproject=True), "kv.hint.reproject", ()),
+    (ex.check_kv_cache_step, _kv(heads_swapped=True), "kv.err.split_shape", ("kv.err.cat_dim",)),
     (ex.check_warmup_schedule, lr_precedence_everywhere, "warmup.hint.precedence", ()),
     (ex.check_warmup_schedule, lr_precedence_d_model, "warmup.hint.precedence", ()),
     (ex.check_warmup_schedule, lr_no_step_factor, "warmup.hint.no_step", ()),
     (ex.check_warmup_schedule, lr_rounded, "warmup.hint.rounded", ()),
+    (ex.check_warmup_schedule, lr_three_significant_digits, "warmup.hint.rounded", ()),
     (ex.check_warmup_schedule, lr_exponential_decay, "warmup.hint.decay_form", ()),
     (ex.check_warmup_schedule, lr_linear_decay, "warmup.hint.decay_form", ()),
     (ex.check_sinusoidal_encoding, pe_multiplied_float32, "pe.hint.multiply", ()),

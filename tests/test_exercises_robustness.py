@@ -141,7 +141,7 @@ def test_the_time_limit_works_outside_the_main_thread(small_time_limit, never_se
     assert verdict == [False] and _said("harness.timeout", out), out
 
 
-def test_the_time_limit_leaves_no_alarm_behind(small_time_limit, capsys):
+def test_the_time_limit_leaves_no_alarm_behind(capsys):
     handler = signal.getsignal(signal.SIGALRM)
     assert run_checker(ex.check_causal_mask, causal_ok, capsys)[0]
     assert signal.getsignal(signal.SIGALRM) is handler

@@ -14,6 +14,10 @@ How an exception is reported: if the reader's function cannot even be
 called with the checker's arguments (``inspect.signature(fn).bind`` fails)
 the hint is about its signature; otherwise the verdict quotes the reader's
 own line that raised, with a hint about that call when one is known.
+``sys.exit`` is reported the same way. Each call runs under the guards of
+:mod:`~minitransformer.exercises._guard` (a time limit, the process state put
+back, results too large or not on the CPU refused before anything compares
+them), so every check ends in a verdict.
 
 No text lives here: messages are ids looked up with
 :func:`~minitransformer.exercises._messages.t` in the current language.

@@ -169,6 +169,8 @@ def _error(case: Case, exc: BaseException, line: str) -> str | None:
     x, cache_k = case.args[:2]
     b, _, d = x.shape
     heads, t_cached, dh = cache_k.shape[1:]
+    if "cat" in line and "except in dimension 2" in text:
+        return t("kv.err.split_shape")  # joined on the length axis, but split unlike the cache
     if "cat" in line and ("Sizes of tensors must match" in text or "dimension" in text):
         return t("kv.err.cat_dim")
     # q (B, H, 1, Dh) @ k (B, H, t+1, Dh): batched matmul wants Dh rows, finds t + 1

@@ -127,6 +127,7 @@ def _mistakes() -> list[Mistake]:
         Mistake("mha.hint.split_strided", _knob(split="strided", merge="strided")),
         Mistake("mha.hint.split_swapped", _knob(split="swapped")),
         Mistake("mha.hint.merge_direct", _knob(merge="direct")),
+        Mistake("mha.hint.merge_strided", _knob(merge="strided")),
         Mistake("mha.hint.no_w_o", _knob(use_w_o=False)),
         Mistake("mha.hint.averaged", _knob(average=True)),
         Mistake("mha.hint.scores", _knob(return_scores=True)),

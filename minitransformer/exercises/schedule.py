@@ -66,6 +66,17 @@ def _decays_wrongly(case: Case, got) -> bool:
     return 0 < value <= paper_learning_rate(warmup, d_model, warmup) * (1 + 1e-6)
 
 
+def _rounded(case: Case, got) -> bool:
+    """The paper's rate rounded, to some number of decimals (``round(lr, n)``)
+    or of significant digits (``f"{lr:.3g}"``)."""
+    value = as_number(got)
+    if value is None:
+        return False
+    right = paper_learning_rate(*case.args, **case.kwargs)
+    return any(value == round(right, n) for n in range(17)) or any(
+        value == float(f"{right:.{n}g}") for n in range(1, 17))
+
+
 def _exponential_decay(step, d_model, warmup_steps=4000):
     """An example of a decay of the wrong form: exponential after the peak."""
     if step <= warmup_steps:
@@ -91,7 +102,7 @@ def _mistakes() -> list[Mistake]:
         Mistake("warmup.hint.normalised", _knob(normalised=True)),
         *(Mistake("warmup.hint.precedence", _knob(precedence=p)) for p in slips),
         Mistake("warmup.hint.no_step", _knob(step_factor=False)),
-        *(Mistake("warmup.hint.rounded", _knob(digits=n)) for n in range(11)),
+        Mistake("warmup.hint.rounded", _knob(digits=6), explains=_rounded),
         Mistake("warmup.hint.decay_form", _exponential_decay, explains=_decays_wrongly),
     ]
 

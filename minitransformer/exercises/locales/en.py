@@ -661,6 +661,11 @@ MESSAGES: dict[str, str] = {
         "you merged (B, H, L, Dh) straight to (B, L, D), which mixes positions: "
         ".transpose(1, 2) first, then reshape."
     ),
+    "mha.hint.merge_strided": (
+        "you merged the heads by interleaving their features: head h goes back to the "
+        "contiguous features h*Dh to (h+1)*Dh - 1, so .transpose(1, 2), then reshape to "
+        "(B, L, D)."
+    ),
     "mha.hint.no_w_o": "you left out the output projection: finish with concat @ w_o.T.",
     "mha.hint.averaged": (
         "you averaged the weights over the heads (nn.MultiheadAttention's default); return "
@@ -754,6 +759,10 @@ MESSAGES: dict[str, str] = {
     ),
     "kv.err.cat_dim": (
         "torch.cat joins along one axis: append along the length, dim=2 of (B, H, L, Dh)."
+    ),
+    "kv.err.split_shape": (
+        "the new key or value does not fit the cache: split it as the cache was split, "
+        "(B, 1, D) → view(B, 1, H, D // H) → .transpose(1, 2), giving (B, H, 1, Dh)."
     ),
     "kv.err.key_transpose": (
         "the keys are not transposed: the scores are q @ k.transpose(-2, -1), "

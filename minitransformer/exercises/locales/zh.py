@@ -583,6 +583,10 @@ MESSAGES: dict[str, str] = {
         "你把 (B, H, L, Dh) 直接 reshape 成 (B, L, D)，这会把位置混在一起：先 .transpose(1, 2)，"
         "再 reshape。"
     ),
+    "mha.hint.merge_strided": (
+        "你合并时把各个头的特征交错排列了：第 h 个头应回到连续的特征 h*Dh 到 (h+1)*Dh - 1，"
+        "所以先 .transpose(1, 2)，再 reshape 成 (B, L, D)。"
+    ),
     "mha.hint.no_w_o": "你漏掉了输出投影：最后要算 concat @ w_o.T。",
     "mha.hint.averaged": (
         "你把权重在各头上取了平均（nn.MultiheadAttention 的默认做法）；请按头返回，"
@@ -668,6 +672,10 @@ MESSAGES: dict[str, str] = {
         "新的 x，再把它的键和值追加进去。"
     ),
     "kv.err.cat_dim": "torch.cat 沿一个轴拼接：请沿长度方向追加，即 (B, H, L, Dh) 的 dim=2。",
+    "kv.err.split_shape": (
+        "新的键或值与缓存的形状对不上：请按缓存的方式拆分，(B, 1, D) → view(B, 1, H, D // H) "
+        "→ .transpose(1, 2)，得到 (B, H, 1, Dh)。"
+    ),
     "kv.err.key_transpose": (
         "键没有转置：分数是 q @ k.transpose(-2, -1)，即 (B, H, 1, Dh) @ (B, H, Dh, t + 1)。"
     ),
