@@ -40,11 +40,13 @@ holds (:data:`MAX_UNSTORED_BYTES`).
 from __future__ import annotations
 
 import dataclasses
+import io
 import os
 import pickle
 import random
 import re
 import tempfile
+import zipfile
 from glob import escape as glob_escape
 from pathlib import Path
 from typing import Any
@@ -66,6 +68,7 @@ __all__ = [
     "get_rng_state",
     "set_rng_state",
     "CHECKPOINT_FORMAT",
+    "CheckpointWriteError",
 ]
 
 #: Version of the checkpoint layout, stored under ``"format"`` and checked on
@@ -166,17 +169,37 @@ def save_checkpoint(
     path.parent.mkdir(parents=True, exist_ok=True)
     for stale in path.parent.glob(f".{glob_escape(path.name)}.*.tmp"):
         stale.unlink(missing_ok=True)  # left by a save that was killed (one writer per file)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as err:
+        raise CheckpointWriteError(_write_failure(path, err)) from None
+    try:
+        # Serialised in memory first: torch.save reports a failed write to a
+        # file as an opaque RuntimeError, a plain write raises OSError (ENOSPC, EFBIG).
+        buffer = io.BytesIO()
+        torch.save(ckpt, buffer)
         with os.fdopen(fd, "wb") as f:
-            torch.save(ckpt, f)
+            f.write(buffer.getbuffer())
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as err:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(err, OSError):
+            raise CheckpointWriteError(_write_failure(path, err)) from None
         raise
     return path
+
+
+class CheckpointWriteError(OSError):
+    """A checkpoint could not be written (disk full, file-size limit, no
+    permission); the file of that name, if any, is left as it was."""
+
+
+def _write_failure(path: Path, err: BaseException | None) -> str:
+    reason = getattr(err, "strerror", None) or (str(err).strip().splitlines() or ["?"])[0][:200]
+    kept = "the previous one is kept" if path.exists() else "nothing was written"
+    return f"save_checkpoint: cannot write {path} ({reason}); {kept}"
 
 
 def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> dict:
@@ -195,6 +218,7 @@ def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
         path = path / "last.pt"
     if not path.is_file():
         raise FileNotFoundError(f"load_checkpoint: no checkpoint at {path}")
+    _check_archive(path)
     try:
         ckpt = torch.load(path, map_location=map_location, weights_only=True)
     except Exception as exc:  # a refused object, truncated, corrupt or not a torch file
@@ -213,6 +237,35 @@ def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
     if not isinstance(ckpt, dict) or not isinstance(ckpt.get("model_state"), dict):
         raise ValueError(f"load_checkpoint: {path} does not hold a minitransformer checkpoint")
     return _current_format(ckpt, f"load_checkpoint: {path}")
+
+
+def _check_archive(path: Path) -> None:
+    """Refuse, before ``torch.load`` unpacks anything, a file that is not the
+    zip archive ``torch.save`` writes or that could expand in memory: every
+    entry must be stored uncompressed (as ``torch.save`` stores them), so
+    loading needs no more memory than the file's own size."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            entries = archive.infolist()
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as err:
+        raise ValueError(
+            f"load_checkpoint: {path} is not a readable checkpoint (not the zip archive "
+            f"torch.save writes: truncated, or another kind of file; {str(err)[:100]})"
+        ) from None
+    for entry in entries:
+        if entry.compress_type != zipfile.ZIP_STORED or entry.file_size != entry.compress_size:
+            raise ValueError(
+                f"load_checkpoint: {path} holds a compressed entry ({entry.filename[:100]!r}: "
+                f"{entry.compress_size:,} bytes unpacking to {entry.file_size:,}); torch.save "
+                "stores entries uncompressed, so this file was made otherwise; refused, since "
+                "unpacking it could take far more memory than the file's size"
+            )
+    unpacked, size = sum(e.file_size for e in entries), path.stat().st_size
+    if unpacked > size:
+        raise ValueError(
+            f"load_checkpoint: {path} declares {unpacked:,} bytes of entries in a file of "
+            f"{size:,} bytes; refused (a crafted zip directory)"
+        )
 
 
 def _current_format(ckpt: dict, where: str) -> dict:
@@ -399,11 +452,25 @@ def build_model(
     if not isinstance(state, dict):
         raise ValueError("build_model: the checkpoint holds no model_state dict")
     _check_sizes(model_cls, config, state)
+    _check_finite(state, "model_state")
     model = model_cls(config)
     model.load_state_dict(state)
     if average and ckpt.get("average") is not None:
         _load_average(model, ckpt["average"])
     return model.to(map_location).eval()
+
+
+def _check_finite(state: dict, what: str) -> None:
+    """Refuse weights that are NaN or infinite (a model of them translates
+    every sentence to nothing)."""
+    for name, tensor in state.items():
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            bad = int((~torch.isfinite(tensor)).sum())
+            raise ValueError(
+                f"build_model: {what}[{str(name)[:100]!r}] holds {bad:,} of "
+                f"{tensor.numel():,} values that are not finite (NaN or inf); the weights "
+                "are broken (a run that diverged, or a damaged file)"
+            )
 
 
 def _load_average(model: nn.Module, stored: Any) -> None:
@@ -412,9 +479,10 @@ def _load_average(model: nn.Module, stored: Any) -> None:
     try:
         average = ExponentialMovingAverage(model, stored["decay"])
         average.load_state_dict(stored)
-        average.copy_to(model)
     except (KeyError, TypeError, ValueError, RuntimeError) as err:
         reason = str(err).strip().splitlines()[0][:200] if str(err).strip() else type(err).__name__
         raise ValueError(
             f"build_model: the checkpoint's weight average does not fit the model ({reason})"
         ) from None
+    _check_finite(average.averaged, "average")
+    average.copy_to(model)
