@@ -312,7 +312,13 @@ def load_multi30k(
             except DownloadError as err:
                 raise DatasetNotFoundError(f"{hint}; the download failed: {err}") from err
         _verify(path, checksums)
-        sides.append(_read_lines(path))
+        lines = _read_lines(path)
+        if not lines:
+            listed = (f", though {path.parent / CHECKSUM_FILE} lists it"
+                      if path.name in _listed_sums(path.parent) else "")
+            raise CorpusError(f"{path} holds no lines{listed}; expected one sentence per "
+                              "line (replace it with the real file)")
+        sides.append(lines)
         paths.append(path)
     src, tgt = sides
     if len(src) != len(tgt):
