@@ -183,9 +183,9 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-#: (file, size, mtime) → SHA-256 of the files hashed in this process. Hashing
-#: all nine official files takes about 50 ms, so a cache on disk would save
-#: little; this one spares the repeated loads of a notebook or a test run.
+#: (file, size, mtime) → SHA-256 of the files hashed in this process. The
+#: official files are small (a few MB), so a cache on disk would save little;
+#: this one spares the repeated loads of a notebook or a test run.
 _HASHED: dict[tuple[str, int, int], str] = {}
 
 

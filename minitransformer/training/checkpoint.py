@@ -93,14 +93,15 @@ def get_rng_state() -> dict[str, Any]:
 
 
 def set_rng_state(state: dict[str, Any]) -> None:
-    """Restore what :func:`get_rng_state` returned."""
-    torch.set_rng_state(state["torch"])
+    """Restore what :func:`get_rng_state` returned (its tensors may be on
+    any device: a checkpoint loaded with ``map_location`` moves them)."""
+    torch.set_rng_state(state["torch"].cpu())
     version, internal, gauss = state["python"]
     random.setstate((version, tuple(internal), gauss))
     kind, keys, pos, has_gauss, cached = state["numpy"]
-    np.random.set_state((kind, keys.numpy().astype(np.uint32), pos, has_gauss, cached))
+    np.random.set_state((kind, keys.cpu().numpy().astype(np.uint32), pos, has_gauss, cached))
     if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
+        torch.cuda.set_rng_state_all([s.cpu() for s in state["cuda"]])
 
 
 def _plain(obj: Any) -> Any:

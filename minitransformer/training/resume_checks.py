@@ -50,17 +50,17 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _check_like(what: str, stored: Any, expected: Tensor, finite: bool = True) -> None:
-    """``stored`` must be a tensor of ``expected``'s shape, dtype and device
-    (and finite, for floating point)."""
+def _check_like(what: str, stored: Any, expected: Tensor, same_device: bool = True) -> None:
+    """``stored`` must be a tensor of ``expected``'s shape, dtype and (if
+    ``same_device``) device, and finite if it is floating point."""
     if not isinstance(stored, Tensor):
         raise ResumeMismatchError(f"{what} is a {type(stored).__name__}, expected a tensor "
                                   f"of {_describe(expected)}")
-    if (stored.shape, stored.dtype, stored.device) != (expected.shape, expected.dtype,
-                                                        expected.device):
+    device = expected.device if same_device else stored.device
+    if (stored.shape, stored.dtype, stored.device) != (expected.shape, expected.dtype, device):
         raise ResumeMismatchError(f"{what} has {_describe(stored)}; expected "
                                   f"{_describe(expected)}")
-    if finite and stored.is_floating_point() and not bool(torch.isfinite(stored).all()):
+    if stored.is_floating_point() and not bool(torch.isfinite(stored).all()):
         raise ResumeMismatchError(f"{what} holds values that are not finite (NaN or inf)")
 
 
@@ -230,8 +230,9 @@ def check_rng_state(stored: Any) -> None:
     for key in ("torch", "python", "numpy"):
         if key not in stored:
             raise ResumeMismatchError(f"rng lacks the {key!r} generator's state")
-    own = torch.get_rng_state()
-    _check_like("rng['torch']", stored["torch"], own)
+    # (a checkpoint loaded with map_location puts these on that device:
+    # set_rng_state moves them back to the CPU)
+    _check_like("rng['torch']", stored["torch"], torch.get_rng_state(), same_device=False)
     python = stored["python"]
     version, internal, gauss = random.getstate()
     if not (isinstance(python, (tuple, list)) and len(python) == 3 and python[0] == version
@@ -256,7 +257,8 @@ def check_rng_state(stored: Any) -> None:
             raise ResumeMismatchError("rng['cuda'] is not a list with at most one state per "
                                       f"CUDA device ({torch.cuda.device_count()})")
         for i, state in enumerate(cuda):
-            _check_like(f"rng['cuda'][{i}]", state, torch.cuda.get_rng_state(i))
+            _check_like(f"rng['cuda'][{i}]", state, torch.cuda.get_rng_state(i),
+                        same_device=False)
 
 
 def check_average(stored: Any, model: nn.Module) -> None:
