@@ -232,6 +232,7 @@ def test_moments_from_a_wider_model_are_refused_not_loaded(tmp_path):
                                         resume=True), progress=False)
 
 
+@pytest.mark.slow
 def test_crafted_moments_exit_2_with_a_message_not_a_segfault(tmp_path):
     """The reproducer of issue 27: Adam's moments replaced by 1-element
     tensors made fused Adam write out of bounds (exit 139). Saved with the
@@ -363,6 +364,7 @@ sys.exit(cli.main(sys.argv[1:]))
 """
 
 
+@pytest.mark.slow
 def test_sigterm_saves_last_pt_says_so_and_exits_non_zero(tmp_path):
     out = tmp_path / "run"
     r = subprocess.run([sys.executable, "-c", _SIGTERM_AT_STEP_3, "train", "--out", str(out),
@@ -374,6 +376,7 @@ def test_sigterm_saves_last_pt_says_so_and_exits_non_zero(tmp_path):
     assert torch.load(out / "last.pt", weights_only=True)["train_state"]["step"] == 3
 
 
+@pytest.mark.slow
 def test_sigterm_from_outside_stops_after_the_step(tmp_path):
     """A real ``kill -TERM`` while training runs: the process saves last.pt
     and ends with a message (waits for the first checkpoint, not a time)."""
@@ -446,6 +449,7 @@ sys.exit(main(sys.argv[2:]))
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(signal, "SIGXFSZ"), reason="needs POSIX file-size limits")
 def test_cli_file_size_limit_while_saving_is_one_line_and_keeps_last_pt(tmp_path):
     """Train 3 steps, then resume under a file-size limit below the

@@ -236,8 +236,12 @@ class Trainer:
 
     def _resume(self) -> dict | None:
         """Load ``checkpoint_dir/last.pt`` if it exists: weights, optimiser,
-        counters, history, random generators. Returns the stored average's
-        state (None if the run kept none or there is no checkpoint)."""
+        counters, history, random generators, each first checked against the
+        model and optimiser built here
+        (:func:`~minitransformer.training.resume_checks.check_resume`; a
+        mismatch raises ``ResumeMismatchError`` before anything is loaded).
+        Returns the stored average's state (None if the run kept none or
+        there is no checkpoint)."""
         path = self.checkpoint_dir / "last.pt"
         if not path.is_file():
             return None
