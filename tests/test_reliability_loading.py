@@ -326,6 +326,26 @@ def test_all_nan_weights_are_refused(tmp_path):
         build_model(path, average=False)
 
 
+def test_cli_translate_with_nan_weights_is_one_line(tmp_path, capsys, monkeypatch):
+    """Before, all-NaN weights translated every line to an empty one, exit 0."""
+    from minitransformer.data import Vocab
+
+    specials = ["<pad>", "<bos>", "<eos>", "<unk>"]
+    model = Transformer(TransformerConfig(12, 14, d_model=8, num_heads=2, num_encoder_layers=1,
+                                          num_decoder_layers=1, d_ff=16, max_len=32))
+    with torch.no_grad():
+        for p in model.parameters():
+            p.fill_(math.nan)
+    path = save_checkpoint(tmp_path / "nan.pt", model, vocabs={
+        side: Vocab(specials + [f"w{i}" for i in range(n - 4)])
+        for side, n in (("src", 12), ("tgt", 14))})
+    monkeypatch.setattr("sys.stdin", io.StringIO("w1 w2\n"))
+    code = main(["translate", "--checkpoint", str(path), "--device", "cpu"])
+    out, err = capsys.readouterr()
+    _one_line_error(code, err)
+    assert "not finite" in err and out == ""
+
+
 def test_an_infinite_average_is_refused(tmp_path):
     def infinite(avg):
         avg["averaged"] = {k: torch.full_like(v, math.inf) for k, v in avg["averaged"].items()}
