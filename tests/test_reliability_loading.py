@@ -486,3 +486,33 @@ def test_cli_file_size_limit_while_saving_is_one_line_and_keeps_last_pt(tmp_path
     assert (out / "last.pt").read_bytes() == before
     assert not list(out.glob(".*.tmp"))
 
+
+
+# --- random generator states from another machine ----------------------------------------
+
+
+def test_rng_states_mapped_to_another_device_are_accepted():
+    """``load_checkpoint(map_location=...)`` moves the generator states with
+    everything else; only their type and size matter (meta stands in for CUDA)."""
+    from minitransformer.training.checkpoint import get_rng_state
+    from minitransformer.training.resume_checks import check_rng_state
+
+    state = get_rng_state()
+    state["torch"] = state["torch"].to("meta")
+    check_rng_state(state)
+
+
+def test_cuda_rng_states_of_another_size_are_refused(monkeypatch):
+    """Checked against this machine's CUDA generator (faked here: the test
+    needs no GPU); a saved state per device, however many there were."""
+    from minitransformer.training.checkpoint import get_rng_state
+    from minitransformer.training.resume_checks import check_rng_state
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_rng_state", lambda device=0: torch.zeros(
+        16, dtype=torch.uint8))
+    state = {**get_rng_state(), "cuda": [torch.zeros(16, dtype=torch.uint8)] * 3}
+    check_rng_state(state)  # saved on three GPUs: fine on one
+    state["cuda"] = [torch.zeros(16, dtype=torch.uint8), torch.zeros(3, dtype=torch.uint8)]
+    with pytest.raises(ResumeMismatchError, match=r"rng\['cuda'\]\[1\]"):
+        check_rng_state(state)

@@ -224,7 +224,7 @@ def check_rng_state(stored: Any) -> None:
     returns on this machine: torch's state as a ``uint8`` tensor of the
     size ``torch.get_rng_state()`` has, Python's and NumPy's Mersenne
     Twister states with 624 32-bit words, and (when stored and CUDA is
-    available) at most one CUDA state per device."""
+    available) CUDA states of the size this machine's have."""
     if not isinstance(stored, dict):
         raise ResumeMismatchError(f"rng is a {type(stored).__name__}, expected a dict")
     for key in ("torch", "python", "numpy"):
@@ -252,13 +252,12 @@ def check_rng_state(stored: Any) -> None:
         raise ResumeMismatchError("rng['numpy'] is not a state of NumPy's MT19937 generator "
                                   "(624 words as int64 in [0, 2**32))")
     cuda = stored.get("cuda")
-    if cuda is not None and torch.cuda.is_available():
-        if not isinstance(cuda, (list, tuple)) or len(cuda) > torch.cuda.device_count():
-            raise ResumeMismatchError("rng['cuda'] is not a list with at most one state per "
-                                      f"CUDA device ({torch.cuda.device_count()})")
+    if cuda is not None and torch.cuda.is_available():  # one state per device it was saved on
+        if not isinstance(cuda, (list, tuple)):
+            raise ResumeMismatchError("rng['cuda'] is not a list of CUDA generator states")
+        expected = torch.cuda.get_rng_state(0)  # every CUDA generator's state has this size
         for i, state in enumerate(cuda):
-            _check_like(f"rng['cuda'][{i}]", state, torch.cuda.get_rng_state(i),
-                        same_device=False)
+            _check_like(f"rng['cuda'][{i}]", state, expected, same_device=False)
 
 
 def check_average(stored: Any, model: nn.Module) -> None:
