@@ -34,7 +34,15 @@ package's own models, looked up by name in :data:`MODEL_CLASSES` (never
 imported by name), and checks the stored sizes against each other before
 allocating anything: every tensor the config implies must be in the file
 with that shape, and the model may not need much more memory than the file
-holds (:data:`MAX_UNSTORED_BYTES`).
+holds (:data:`MAX_UNSTORED_BYTES`). Before ``torch.load``,
+:func:`load_checkpoint` reads the zip directory and refuses compressed
+entries (``torch.save`` stores them plain) and declared sizes beyond the
+file's, so loading needs no more memory than the file's size;
+:func:`build_model` refuses weights (and averages) that are not finite or
+not of their parameter's shape. Resuming checks the rest against the model
+and optimiser it builds (:mod:`minitransformer.training.resume_checks`).
+A save that fails (disk full, file-size limit) raises
+:class:`CheckpointWriteError` and leaves the file of that name as it was.
 """
 
 from __future__ import annotations
