@@ -66,8 +66,9 @@ from .training import (
     pick_device,
     precision,
 )
-from .training.checkpoint import build_model, load_checkpoint
+from .training.checkpoint import CheckpointWriteError, build_model, load_checkpoint
 from .training.presets import CPU_DATA, CPU_MODEL, CPU_TOKENIZERS, CPU_TRAINING, positions_for
+from .training.resume_checks import ResumeMismatchError
 
 __all__ = ["main", "build_parser", "checkpoint_file"]
 
@@ -617,6 +618,8 @@ def _cmd_train(args: argparse.Namespace) -> int:
         )
     except TrainingDivergedError as err:  # --lr too high: stopped before saving NaN weights
         raise CLIError(f"{err} (--lr)") from None
+    except (ResumeMismatchError, CheckpointWriteError) as err:  # a crafted last.pt; disk full
+        raise CLIError(str(err)) from None
     except (MemoryError, RuntimeError) as err:
         if not _out_of_memory(err):
             raise

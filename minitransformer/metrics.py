@@ -67,6 +67,9 @@ def _check(hypotheses: Sequence[str], references: Sequence[str], where: str):
             f"{where}: {len(hypotheses)} hypotheses but {len(references)} references; "
             "they must be aligned one to one"
         )
+    if not hypotheses:
+        raise ValueError(f"{where}: no sentences to score; expected at least one hypothesis "
+                         "and its reference")
     for name, lines in (("hypotheses", hypotheses), ("references", references)):
         bad = next((x for x in lines if not isinstance(x, str)), None)
         if bad is not None:

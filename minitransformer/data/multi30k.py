@@ -183,9 +183,9 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-#: (file, size, mtime) → SHA-256 of the files hashed in this process. Hashing
-#: all nine official files takes about 50 ms, so a cache on disk would save
-#: little; this one spares the repeated loads of a notebook or a test run.
+#: (file, size, mtime) → SHA-256 of the files hashed in this process. The
+#: official files are small (a few MB), so a cache on disk would save little;
+#: this one spares the repeated loads of a notebook or a test run.
 _HASHED: dict[tuple[str, int, int], str] = {}
 
 
@@ -312,7 +312,13 @@ def load_multi30k(
             except DownloadError as err:
                 raise DatasetNotFoundError(f"{hint}; the download failed: {err}") from err
         _verify(path, checksums)
-        sides.append(_read_lines(path))
+        lines = _read_lines(path)
+        if not lines:
+            listed = (f", though {path.parent / CHECKSUM_FILE} lists it"
+                      if path.name in _listed_sums(path.parent) else "")
+            raise CorpusError(f"{path} holds no lines{listed}; expected one sentence per "
+                              "line (replace it with the real file)")
+        sides.append(lines)
         paths.append(path)
     src, tgt = sides
     if len(src) != len(tgt):

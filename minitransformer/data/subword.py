@@ -71,10 +71,23 @@ class SubwordTokenizer:
                 f"SubwordTokenizer: expected the model's bytes, got {type(model_proto).__name__}"
             )
         self._proto = bytes(model_proto)
+        if not self._proto:
+            raise ValueError("SubwordTokenizer: the model is 0 bytes; expected a serialised "
+                             "SentencePiece model (a .model file)")
         try:
             self._sp = _processor(self._proto)
         except RuntimeError as err:
-            raise ValueError(f"SubwordTokenizer: not a SentencePiece model ({err})") from None
+            reason = str(err).strip().splitlines()[0][:200] if str(err).strip() else "?"
+            raise ValueError(f"SubwordTokenizer: not a SentencePiece model ({reason})") from None
+        if self._sp.get_piece_size() < len(SPECIALS):
+            raise ValueError(f"SubwordTokenizer: the model has {self._sp.get_piece_size()} "
+                             f"pieces; expected at least the {len(SPECIALS)} special ones")
+        for i in range(self._sp.get_piece_size()):
+            try:
+                self._sp.id_to_piece(i)
+            except UnicodeDecodeError as err:
+                raise ValueError(f"SubwordTokenizer: piece {i} is not valid UTF-8 ({err.reason} "
+                                 f"at byte {err.start}); the model is damaged") from None
         specials = [self._sp.id_to_piece(i) for i in range(len(SPECIALS))]
         if specials != SPECIALS:
             raise ValueError(
@@ -240,7 +253,10 @@ class SubwordTokenizer:
     @classmethod
     def load(cls, path: str | os.PathLike) -> SubwordTokenizer:
         """Read a model written by :meth:`save` (or by SentencePiece's trainer)."""
-        return cls(Path(path).read_bytes())
+        try:
+            return cls(Path(path).read_bytes())
+        except ValueError as err:
+            raise ValueError(f"SubwordTokenizer.load: {path}: {err}") from None
 
     def __getstate__(self) -> dict:  # pickling (copy.deepcopy, DataLoader workers)
         return {"model_proto": self._proto}

@@ -28,7 +28,13 @@ class Vocab:
     """
 
     def __init__(self, itos: Sequence[str]):
+        if isinstance(itos, (str, bytes)) or not isinstance(itos, (list, tuple)):
+            raise TypeError(f"Vocab: expected a list of tokens, got a {type(itos).__name__}")
         itos = list(itos)
+        bad = next(((i, t) for i, t in enumerate(itos) if not isinstance(t, str) or not t), None)
+        if bad is not None:
+            raise TypeError(f"Vocab: token {bad[0]} is {str(bad[1])[:50]!r} (a "
+                            f"{type(bad[1]).__name__}); expected non-empty strings")
         if itos[: len(SPECIALS)] != SPECIALS:
             raise ValueError(
                 f"Vocab: the first tokens must be {SPECIALS}, got {itos[: len(SPECIALS)]}"
@@ -139,6 +145,12 @@ class Vocab:
         """Read a vocabulary written by :meth:`save`."""
         try:
             d = json.loads(Path(path).read_text(encoding="utf-8"))
+        except UnicodeDecodeError as err:
+            raise ValueError(f"Vocab.load: {path} is not UTF-8 text ({err.reason} at byte "
+                             f"{err.start}); expected the JSON Vocab.save writes") from None
         except json.JSONDecodeError as err:
             raise ValueError(f"Vocab.load: {path} is not valid JSON ({err})") from err
-        return cls.from_dict(d)
+        try:
+            return cls.from_dict(d)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"Vocab.load: {path} is not a vocabulary: {err}") from None

@@ -104,12 +104,21 @@ class ExponentialMovingAverage:
         }
 
     def load_state_dict(self, state: dict) -> None:
-        """Restore what :meth:`state_dict` returned (same parameter names)."""
+        """Restore what :meth:`state_dict` returned (same parameter names,
+        each tensor of its parameter's shape: nothing is broadcast)."""
         if set(state["averaged"]) != set(self.averaged):
             raise ValueError(
                 "ExponentialMovingAverage.load_state_dict: the stored average is of "
                 "different parameters"
             )
+        for name, t in state["averaged"].items():
+            mine = self.averaged[name]
+            if not isinstance(t, Tensor) or t.shape != mine.shape or not t.is_floating_point():
+                found = tuple(t.shape) if isinstance(t, Tensor) else type(t).__name__
+                raise ValueError(
+                    f"ExponentialMovingAverage.load_state_dict: the average of {name!r} is "
+                    f"{found}, expected a floating-point tensor of shape {tuple(mine.shape)}"
+                )
         self.decay = float(state["decay"])
         self.num_updates = int(state["num_updates"])
         with torch.no_grad():

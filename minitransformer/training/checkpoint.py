@@ -34,17 +34,27 @@ package's own models, looked up by name in :data:`MODEL_CLASSES` (never
 imported by name), and checks the stored sizes against each other before
 allocating anything: every tensor the config implies must be in the file
 with that shape, and the model may not need much more memory than the file
-holds (:data:`MAX_UNSTORED_BYTES`).
+holds (:data:`MAX_UNSTORED_BYTES`). Before ``torch.load``,
+:func:`load_checkpoint` reads the zip directory and refuses compressed
+entries (``torch.save`` stores them plain) and declared sizes beyond the
+file's, so loading needs no more memory than the file's size;
+:func:`build_model` refuses weights (and averages) that are not finite or
+not of their parameter's shape. Resuming checks the rest against the model
+and optimiser it builds (:mod:`minitransformer.training.resume_checks`).
+A save that fails (disk full, file-size limit) raises
+:class:`CheckpointWriteError` and leaves the file of that name as it was.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import io
 import os
 import pickle
 import random
 import re
 import tempfile
+import zipfile
 from glob import escape as glob_escape
 from pathlib import Path
 from typing import Any
@@ -66,6 +76,7 @@ __all__ = [
     "get_rng_state",
     "set_rng_state",
     "CHECKPOINT_FORMAT",
+    "CheckpointWriteError",
 ]
 
 #: Version of the checkpoint layout, stored under ``"format"`` and checked on
@@ -90,14 +101,16 @@ def get_rng_state() -> dict[str, Any]:
 
 
 def set_rng_state(state: dict[str, Any]) -> None:
-    """Restore what :func:`get_rng_state` returned."""
-    torch.set_rng_state(state["torch"])
+    """Restore what :func:`get_rng_state` returned (its tensors may be on
+    any device: a checkpoint loaded with ``map_location`` moves them)."""
+    torch.set_rng_state(state["torch"].cpu())
     version, internal, gauss = state["python"]
     random.setstate((version, tuple(internal), gauss))
     kind, keys, pos, has_gauss, cached = state["numpy"]
-    np.random.set_state((kind, keys.numpy().astype(np.uint32), pos, has_gauss, cached))
-    if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
+    np.random.set_state((kind, keys.cpu().numpy().astype(np.uint32), pos, has_gauss, cached))
+    if "cuda" in state and torch.cuda.is_available():  # the devices present (maybe fewer)
+        for device, cuda_state in enumerate(state["cuda"][: torch.cuda.device_count()]):
+            torch.cuda.set_rng_state(cuda_state.cpu(), device)
 
 
 def _plain(obj: Any) -> Any:
@@ -166,17 +179,37 @@ def save_checkpoint(
     path.parent.mkdir(parents=True, exist_ok=True)
     for stale in path.parent.glob(f".{glob_escape(path.name)}.*.tmp"):
         stale.unlink(missing_ok=True)  # left by a save that was killed (one writer per file)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as err:
+        raise CheckpointWriteError(_write_failure(path, err)) from None
+    try:
+        # Serialised in memory first: torch.save reports a failed write to a
+        # file as an opaque RuntimeError, a plain write raises OSError (ENOSPC, EFBIG).
+        buffer = io.BytesIO()
+        torch.save(ckpt, buffer)
         with os.fdopen(fd, "wb") as f:
-            torch.save(ckpt, f)
+            f.write(buffer.getbuffer())
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as err:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(err, OSError):
+            raise CheckpointWriteError(_write_failure(path, err)) from None
         raise
     return path
+
+
+class CheckpointWriteError(OSError):
+    """A checkpoint could not be written (disk full, file-size limit, no
+    permission); the file of that name, if any, is left as it was."""
+
+
+def _write_failure(path: Path, err: BaseException | None) -> str:
+    reason = getattr(err, "strerror", None) or (str(err).strip().splitlines() or ["?"])[0][:200]
+    kept = "the previous one is kept" if path.exists() else "nothing was written"
+    return f"save_checkpoint: cannot write {path} ({reason}); {kept}"
 
 
 def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> dict:
@@ -195,6 +228,7 @@ def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
         path = path / "last.pt"
     if not path.is_file():
         raise FileNotFoundError(f"load_checkpoint: no checkpoint at {path}")
+    _check_archive(path)
     try:
         ckpt = torch.load(path, map_location=map_location, weights_only=True)
     except Exception as exc:  # a refused object, truncated, corrupt or not a torch file
@@ -213,6 +247,35 @@ def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
     if not isinstance(ckpt, dict) or not isinstance(ckpt.get("model_state"), dict):
         raise ValueError(f"load_checkpoint: {path} does not hold a minitransformer checkpoint")
     return _current_format(ckpt, f"load_checkpoint: {path}")
+
+
+def _check_archive(path: Path) -> None:
+    """Refuse, before ``torch.load`` unpacks anything, a file that is not the
+    zip archive ``torch.save`` writes or that could expand in memory: every
+    entry must be stored uncompressed (as ``torch.save`` stores them), so
+    loading needs no more memory than the file's own size."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            entries = archive.infolist()
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as err:
+        raise ValueError(
+            f"load_checkpoint: {path} is not a readable checkpoint (not the zip archive "
+            f"torch.save writes: truncated, or another kind of file; {str(err)[:100]})"
+        ) from None
+    for entry in entries:
+        if entry.compress_type != zipfile.ZIP_STORED or entry.file_size != entry.compress_size:
+            raise ValueError(
+                f"load_checkpoint: {path} holds a compressed entry ({entry.filename[:100]!r}: "
+                f"{entry.compress_size:,} bytes unpacking to {entry.file_size:,}); torch.save "
+                "stores entries uncompressed, so this file was made otherwise; refused, since "
+                "unpacking it could take far more memory than the file's size"
+            )
+    unpacked, size = sum(e.file_size for e in entries), path.stat().st_size
+    if unpacked > size:
+        raise ValueError(
+            f"load_checkpoint: {path} declares {unpacked:,} bytes of entries in a file of "
+            f"{size:,} bytes; refused (a crafted zip directory)"
+        )
 
 
 def _current_format(ckpt: dict, where: str) -> dict:
@@ -399,11 +462,25 @@ def build_model(
     if not isinstance(state, dict):
         raise ValueError("build_model: the checkpoint holds no model_state dict")
     _check_sizes(model_cls, config, state)
+    _check_finite(state, "model_state")
     model = model_cls(config)
     model.load_state_dict(state)
     if average and ckpt.get("average") is not None:
         _load_average(model, ckpt["average"])
     return model.to(map_location).eval()
+
+
+def _check_finite(state: dict, what: str) -> None:
+    """Refuse weights that are NaN or infinite (a model of them translates
+    every sentence to nothing)."""
+    for name, tensor in state.items():
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            bad = int((~torch.isfinite(tensor)).sum())
+            raise ValueError(
+                f"build_model: {what}[{str(name)[:100]!r}] holds {bad:,} of "
+                f"{tensor.numel():,} values that are not finite (NaN or inf); the weights "
+                "are broken (a run that diverged, or a damaged file)"
+            )
 
 
 def _load_average(model: nn.Module, stored: Any) -> None:
@@ -412,9 +489,10 @@ def _load_average(model: nn.Module, stored: Any) -> None:
     try:
         average = ExponentialMovingAverage(model, stored["decay"])
         average.load_state_dict(stored)
-        average.copy_to(model)
     except (KeyError, TypeError, ValueError, RuntimeError) as err:
         reason = str(err).strip().splitlines()[0][:200] if str(err).strip() else type(err).__name__
         raise ValueError(
             f"build_model: the checkpoint's weight average does not fit the model ({reason})"
         ) from None
+    _check_finite(average.averaged, "average")
+    average.copy_to(model)

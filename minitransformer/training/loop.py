@@ -38,6 +38,7 @@ from .config import TrainConfig
 from .device import autocast_for, pick_device, precision
 from .history import History
 from .loss import batch_parts, evaluate_loss, loss_sum, pad_id_of
+from .resume_checks import IMPLEMENTATION_FLAGS, ResumeMismatchError, check_resume
 from .schedule import learning_rate
 
 __all__ = [
@@ -231,12 +232,16 @@ class Trainer:
         # the history's clock continues after a resume (tokens/s of the whole run)
         self._train_seconds = self.history.seconds[-1] if self.history.seconds else 0.0
         self._finite_until = len(self.history.train_loss)  # losses checked so far
-        self._interrupted = False  # Ctrl-C seen: stop after this step
+        self._interrupted: str | bool = False  # the signal seen (SIGINT...): stop after the step
 
     def _resume(self) -> dict | None:
         """Load ``checkpoint_dir/last.pt`` if it exists: weights, optimiser,
-        counters, history, random generators. Returns the stored average's
-        state (None if the run kept none or there is no checkpoint)."""
+        counters, history, random generators, each first checked against the
+        model and optimiser built here
+        (:func:`~minitransformer.training.resume_checks.check_resume`; a
+        mismatch raises ``ResumeMismatchError`` before anything is loaded).
+        Returns the stored average's state (None if the run kept none or
+        there is no checkpoint)."""
         path = self.checkpoint_dir / "last.pt"
         if not path.is_file():
             return None
@@ -245,8 +250,18 @@ class Trainer:
             if not ckpt.get(key):
                 raise ValueError(f"fit: cannot resume from {path}: it holds no {key} (saved "
                                  "without an optimizer, or not by fit)")
+        try:  # everything is checked before anything is loaded
+            check_resume(ckpt, self.model, self.optimizer, _State)
+        except ResumeMismatchError as err:
+            raise ResumeMismatchError(f"fit: cannot resume from {path}: {err}") from None
+        optimizer_state = ckpt["optimizer_state"]
+        for stored, own in zip(optimizer_state["param_groups"], self.optimizer.param_groups,
+                               strict=True):
+            for flag in IMPLEMENTATION_FLAGS:  # this optimizer's kernel, not the stored one's
+                if flag in own:
+                    stored[flag] = own[flag]
         self.model.load_state_dict(ckpt["model_state"])
-        self.optimizer.load_state_dict(ckpt["optimizer_state"])
+        self.optimizer.load_state_dict(optimizer_state)
         stored = ckpt["train_state"]
         self.state = _State(**{f.name: stored[f.name] for f in fields(_State)})
         self.history = History.from_dict(stored["history"])
@@ -337,34 +352,37 @@ class Trainer:
 
     @contextmanager
     def _ctrl_c_stops_after_the_step(self) -> Iterator[None]:
-        """While training, Ctrl-C (SIGINT) lets the current step finish; the
-        loop then saves ``last.pt`` and raises ``KeyboardInterrupt``. A second
-        Ctrl-C interrupts at once. Only in the main thread of a single process
-        whose SIGINT handler is Python's default."""
-        usable = (threading.current_thread() is threading.main_thread()
-                  and not dist_utils.is_on()
-                  and signal.getsignal(signal.SIGINT) is signal.default_int_handler)
-        if not usable:
-            yield
-            return
+        """While training, Ctrl-C (SIGINT) or SIGTERM (``kill``, a job
+        scheduler) lets the current step finish; the loop then saves
+        ``last.pt`` and raises ``KeyboardInterrupt``. A second signal
+        interrupts at once. Only in the main thread of a single process, and
+        for each signal only if its handler is the default one (Python's for
+        SIGINT, the system's for SIGTERM)."""
+        defaults = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL}
+        usable = threading.current_thread() is threading.main_thread() and not dist_utils.is_on()
+        taken = [s for s, default in defaults.items()
+                 if usable and signal.getsignal(s) is default]
 
         def handler(signum, frame):
             if self._interrupted:
-                raise KeyboardInterrupt
-            self._interrupted = True
+                raise KeyboardInterrupt(f"fit: interrupted by {signal.Signals(signum).name}")
+            self._interrupted = signal.Signals(signum).name
 
-        signal.signal(signal.SIGINT, handler)
+        for signum in taken:
+            signal.signal(signum, handler)
         try:
             yield
         finally:
-            signal.signal(signal.SIGINT, signal.default_int_handler)
+            for signum in taken:
+                signal.signal(signum, defaults[signum])
 
     def _stop_for_ctrl_c(self) -> None:
         self.history.flush()
         self._check_finite()
         self.save("last.pt")
+        by = "" if self._interrupted == "SIGINT" else f" by {self._interrupted}"
         where = f"; last.pt saved at step {self.state.step}" if self.checkpoint_dir else ""
-        raise KeyboardInterrupt(f"fit: interrupted{where}")
+        raise KeyboardInterrupt(f"fit: interrupted{by}{where}")
 
     def run(self, train_batches: Iterable, progress: bool = True) -> History:
         """Train until a budget of the config is spent, validate, and leave
