@@ -167,8 +167,9 @@ def _decoding_parser(sub, name: str, help_text: str, description: str):
     beam = number(int, 1, MAX_ROWS + 1,
                   what=f"a positive integer, at most {MAX_ROWS} (the rows decoded at once)")
     p.add_argument("--beam", type=beam, default=1, help="beam size (1 = greedy search)")
-    p.add_argument("--length-penalty", type=number(float), default=0.6,
-                   help="GNMT length penalty alpha of beam search")
+    p.add_argument("--length-penalty", type=number(float, -10, 10, closed_high=True),
+                   default=0.6, help="GNMT length penalty alpha of beam search ((5 + length) "
+                   "/ 6 to this power divides a hypothesis's log-probability)")
     p.add_argument("--batch-size", type=number(int, 1), default=128,
                    help="sentences decoded together")
     p.add_argument("--device", default="auto", help="'auto' (CUDA, MPS, CPU) or a torch device")

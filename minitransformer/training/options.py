@@ -42,19 +42,21 @@ TRAIN_CONFIG: type = TrainConfig
 
 
 def number(kind: type = int, low: float | None = None, high: float | None = None, *,
-           open_low: bool = False, what: str | None = None) -> Callable[[str], Any]:
+           open_low: bool = False, closed_high: bool = False,
+           what: str | None = None) -> Callable[[str], Any]:
     """An ``argparse`` type: text → a finite ``kind`` (``int`` or ``float``)
-    in ``[low, high)`` (``(low, high)`` with ``open_low``); a bound of None is
-    no bound. Its error says what was expected (``what``, or words made from
-    the bounds) and what was given."""
+    in ``[low, high)`` (``(low, ...`` with ``open_low``, ``..., high]`` with
+    ``closed_high``); a bound of None is no bound. Its error says what was
+    expected (``what``, or words made from the bounds) and what was given."""
     noun = "integer" if kind is int else "number"
     if what is None:
         positive = (low == 0 and open_low) or (kind is int and low == 1 and not open_low)
         if positive and high is None:
             what = f"a positive {noun}"
         elif low is not None and high is not None:
-            bracket = "(" if open_low else "["
-            what = f"a{'n' if kind is int else ''} {noun} in {bracket}{low}, {high})"
+            left, right = "([", ")]"
+            what = (f"a{'n' if kind is int else ''} {noun} in {left[not open_low]}{low}, "
+                    f"{high}{right[closed_high]}")
         elif low == 0:
             what = f"a non-negative {noun}"
         else:
@@ -69,7 +71,8 @@ def number(kind: type = int, low: float | None = None, high: float | None = None
             raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
         finite = math.isfinite(value) if kind is float else True
         too_low = low is not None and (value <= low if open_low else value < low)
-        if not finite or too_low or (high is not None and not value < high):
+        too_high = high is not None and (value > high if closed_high else value >= high)
+        if not finite or too_low or too_high:
             detail = "" if finite else " (not finite)"
             raise argparse.ArgumentTypeError(f"expected {what}, got {value}{detail}")
         return value
