@@ -33,10 +33,8 @@ from __future__ import annotations
 import argparse
 import io
 import os
-import re
 import sys
 import time
-import unicodedata
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -56,6 +54,7 @@ from .data import (
     load_multi30k,
     tokenizer_from_dict,
 )
+from .data.lines import LongLines, one_line, read_lines, windows
 from .decoding import MAX_ROWS, translate
 from .metrics import corpus_scores
 from .model import Transformer
@@ -65,11 +64,12 @@ from .training.options import add_config_flags, config_from_args, flag, number
 from .training.presets import CPU_DATA, CPU_MODEL, CPU_TOKENIZERS, CPU_TRAINING, positions_for
 from .training.runs import (
     check_memory,
+    check_resume,
     check_run_folder,
-    config_differences,
+    checkpoint_file,
     lock_run,
     output_target,
-    read_run_info,
+    recorded_languages,
     write_json,
     write_text,
 )
@@ -198,19 +198,6 @@ def _evaluate_parser(sub) -> None:
 # --------------------------------------------------------------------------- loading
 
 
-def checkpoint_file(path: Path) -> Path:
-    """The checkpoint a path names: a file, or in a training folder ``best.pt``,
-    else ``last.pt``. Raises :class:`CLIError` if there is none."""
-    if path.is_dir():
-        for name in ("best.pt", "last.pt"):
-            if (path / name).is_file():
-                return path / name
-        raise CLIError(f"no checkpoint in {path} (expected best.pt or last.pt)")
-    if not path.exists():
-        raise CLIError(f"checkpoint {path} does not exist")
-    return path
-
-
 def _device(name: str) -> torch.device:
     try:
         return pick_device(name)
@@ -243,24 +230,8 @@ def _load(path: Path, device_name: str):
             f"cannot use checkpoint {file}: its vocabularies have {len(src_vocab)} / "
             f"{len(tgt_vocab)} tokens but its model expects {sizes[0]} / {sizes[1]}"
         )
-    return model.to(device), src_vocab, tgt_vocab, _languages(file, vocabs.get("languages"))
-
-
-def _languages(file: Path, recorded) -> dict:
-    """The languages of checkpoint ``file``: those it records, checked against
-    ``run.json`` beside it (which older checkpoints rely on alone)."""
-    info = read_run_info(file.parent, MULTI30K_LANGS)
-    beside = {"src": info["src_lang"], "tgt": info["tgt_lang"]} if "src_lang" in info else {}
-    if recorded is None:
-        return beside
-    if (not isinstance(recorded, dict) or set(recorded) != {"src", "tgt"}
-            or not set(recorded.values()) <= set(MULTI30K_LANGS)):
-        raise CLIError(f"cannot use checkpoint {file}: its languages {recorded!r} are not a "
-                       f"pair of {', '.join(MULTI30K_LANGS)}")
-    if beside and beside != recorded:
-        raise CLIError(f"checkpoint {file} translates {recorded['src']}→{recorded['tgt']} but "
-                       f"{file.parent / 'run.json'} says {beside['src']}→{beside['tgt']}")
-    return dict(recorded)
+    languages = recorded_languages(file, vocabs.get("languages"), MULTI30K_LANGS)
+    return model.to(device), src_vocab, tgt_vocab, languages
 
 
 def _load_pairs(split: str, src: str, tgt: str, root: Path | None, download: bool):
@@ -270,14 +241,6 @@ def _load_pairs(split: str, src: str, tgt: str, root: Path | None, download: boo
         return load_multi30k(split, src, tgt, root=root, download=download)
     except (DatasetNotFoundError, CorpusError) as err:
         raise CLIError(str(err)) from None
-
-
-def _one_line(text: str) -> str:
-    """``text`` as one printable line: whitespace runs (line breaks included)
-    become one space and control characters (e.g. the ESC of a terminal
-    escape sequence stored in a vocabulary) are dropped."""
-    text = " ".join(text.split())
-    return "".join(ch for ch in text if unicodedata.category(ch) != "Cc")
 
 
 def _translate(model, sentences: list[str], src_vocab, tgt_vocab, args) -> list[str]:
@@ -290,7 +253,7 @@ def _translate(model, sentences: list[str], src_vocab, tgt_vocab, args) -> list[
         raise CLIError("out of memory while decoding; try a smaller --batch-size or "
                        "--beam") from None
     # One line per input line, whatever the model produced.
-    return [_one_line(line) for line in out]
+    return [one_line(line) for line in out]
 
 
 def _out_of_memory(err: BaseException) -> bool:
@@ -337,42 +300,34 @@ def _data_settings(args: argparse.Namespace) -> dict:
 
 
 def _check_resume(args, src_vocab, tgt_vocab, model_config) -> None:
-    """Check that ``args.out`` holds the run these flags describe: languages,
-    data settings, every field of the model config (a field an older run
-    lacks counts as its default) and the vocabularies (built from the data on
-    disk now); and that ``last.pt`` can be resumed from. One line names every
-    difference."""
-    out, file = args.out, args.out / "last.pt"
-    ckpt = load_checkpoint(file)
-    for key in ("model_config", "vocabs", "optimizer_state", "train_state", "rng"):
-        if not ckpt.get(key):
-            raise CLIError(f"cannot resume from {file}: it holds no {key} (it was not saved "
-                           "by train)")
-    info = read_run_info(out, MULTI30K_LANGS)
-    pair = (info.get("src_lang", args.src_lang), info.get("tgt_lang", args.tgt_lang))
-    differ = []
-    if pair != (args.src_lang, args.tgt_lang) or info.get("dataset", args.dataset) != args.dataset:
-        differ.append(f"the run translates {pair[0]}→{pair[1]} ({info.get('dataset')}), not "
-                      f"{args.src_lang}→{args.tgt_lang} ({args.dataset})")
-    stored = info.get("data", {})
-    differ += [f"--{k.replace('_', '-')} {v} (run: {stored[k]})"
-               for k, v in _data_settings(args).items() if stored.get(k, v) != v]
+    """Check that ``args.out`` holds the run these flags describe (see
+    :func:`~minitransformer.training.runs.check_resume`) and that the data
+    on disk now give its vocabularies."""
+    ckpt = load_checkpoint(args.out / "last.pt")
     names = {f.name: flag(f.name) for f, _ in options.config_fields(options.MODEL_CONFIG)}
     names.update({k: f"{v} gives {k}" for k, v in options.INVERTED.items()})
-    differ += config_differences(ckpt["model_config"], model_config, names)
-    if differ:
-        raise CLIError(f"--resume: the run in {out} differs: {'; '.join(differ)}; resume with "
-                       "the run's options")
+    check_resume(args.out, ckpt, _run_info(args), model_config, names, MULTI30K_LANGS)
     stored_vocabs = [tokenizer_from_dict(ckpt["vocabs"].get(side)) for side in ("src", "tgt")]
     if stored_vocabs != [src_vocab, tgt_vocab]:
         raise CLIError(f"--resume: the training data give other vocabularies than the run in "
-                       f"{out} (other corpus files?)")
+                       f"{args.out} (other corpus files?)")
 
 
-def _tokenizers(args, train_pairs):
+def _run_info(args, **more) -> dict:
+    """What ``run.json`` records of the run (plus ``more``)."""
+    return {"dataset": args.dataset, "src_lang": args.src_lang, "tgt_lang": args.tgt_lang,
+            "data": _data_settings(args), **more}
+
+
+def _check_model_flags(args) -> None:
+    """Refuse model flags that cannot build a model, before any data is read."""
     if args.share_embeddings and args.tokenizer != "subword":
         raise CLIError("--share-embeddings needs --tokenizer subword (the word vocabularies "
                        "of the two languages differ)")
+    _model_config(args, 1, 1)  # the config's own checks (e.g. --heads divides --d-model)
+
+
+def _tokenizers(args, train_pairs):
     return build_tokenizers(train_pairs, args.tokenizer, min_freq=args.min_freq,
                             vocab_size=args.vocab_size)
 
@@ -407,19 +362,17 @@ def _build_model(model_config, device: torch.device, seed: int):
 
 def _start_run(args, replaced, src_vocab, tgt_vocab, model_config, train_config) -> None:
     """Replace an old run's files (``--overwrite``), save the vocabularies and ``run.json``."""
-    out, subword = args.out, isinstance(tgt_vocab, SubwordTokenizer)
+    subword = isinstance(tgt_vocab, SubwordTokenizer)
     for old in replaced:
         old.unlink()
     if subword:  # also a plain SentencePiece model file, for other tools
-        tgt_vocab.save(out / "tokenizer.model")
+        tgt_vocab.save(args.out / "tokenizer.model")
     else:
-        src_vocab.vocab.save(out / "src_vocab.json")
-        tgt_vocab.vocab.save(out / "tgt_vocab.json")
-    write_json(out / "run.json", {
-        "dataset": args.dataset, "src_lang": args.src_lang, "tgt_lang": args.tgt_lang,
-        "lowercase": not subword, "data": _data_settings(args),
-        "model_config": model_config.to_dict(), "train_config": train_config.to_dict(),
-    }, indent=2)
+        src_vocab.vocab.save(args.out / "src_vocab.json")
+        tgt_vocab.vocab.save(args.out / "tgt_vocab.json")
+    write_json(args.out / "run.json", _run_info(
+        args, lowercase=not subword, model_config=model_config.to_dict(),
+        train_config=train_config.to_dict()), indent=2)
 
 
 def _fit(args, model, train_batches, valid_batches, config, src_vocab, tgt_vocab):
@@ -438,7 +391,7 @@ def _fit(args, model, train_batches, valid_batches, config, src_vocab, tgt_vocab
 
 def _cmd_train(args: argparse.Namespace) -> int:
     config, device = _train_config(args), _device(args.device)  # the flags, checked first
-    _model_config(args, 1, 1)
+    _check_model_flags(args)
     with lock_run(args.out):
         replaced = check_run_folder(args.out, args.resume, args.overwrite)
         pairs = [_load_pairs(split, args.src_lang, args.tgt_lang, args.data_root,
@@ -472,66 +425,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
 _GREEDY = argparse.Namespace(beam=1, batch_size=128, length_penalty=0.6)
 
 
-# --------------------------------------------------------------------------- input
-
-
-_LINE_END = re.compile(r"\r\n|\r|\n")
-
-
-def _input_lines(stream):
-    """The lines of ``stream`` without their ends, which may be ``\\n``,
-    ``\\r\\n`` or a lone ``\\r``; bytes that are not UTF-8 become U+FFFD. Read as
-    they come when ``stream`` has a binary buffer (a pipe or a file)."""
-    if hasattr(stream, "buffer"):
-        text = io.TextIOWrapper(stream.buffer, encoding="utf-8", errors="replace", newline=None)
-        for line in text:
-            yield line.removesuffix("\n")
-        text.detach()
-        return
-    lines = _LINE_END.split(stream.read())
-    if lines and lines[-1] == "":
-        lines.pop()  # the line end of the last line
-    yield from lines
-
-
-def _windows(lines, size: int):
-    window = []
-    for line in lines:
-        window.append(line)
-        if len(window) == size:
-            yield window
-            window = []
-    if window:
-        yield window
-
-
 # --------------------------------------------------------------------------- translate
-
-
-class _LongLines:
-    """Counts (or refuses, ``--long-lines error``) source lines longer than
-    the model's positions, which decoding cuts to their first pieces."""
-
-    def __init__(self, model, src_vocab, policy: str) -> None:
-        self.limit = getattr(model.config, "max_len", None)
-        self.tokenizer, self.policy, self.count = as_tokenizer(src_vocab, True), policy, 0
-
-    def check(self, lines: list[str], first: int) -> None:
-        if self.limit is None:
-            return
-        for i, line in enumerate(lines):
-            n = len(self.tokenizer.encode(line)) if line.strip() else 0
-            if n > self.limit and self.policy == "error":
-                raise CLIError(f"line {first + i + 1} has {n} pieces, more than the model's "
-                               f"{self.limit} positions; {first} lines were translated "
-                               f"(--long-lines truncate translates its first {self.limit})")
-            self.count += n > self.limit
-
-    def report(self) -> None:
-        if self.count:
-            print(f"{PROG} translate: {self.count} line{'s' * (self.count != 1)} longer than "
-                  f"the model's {self.limit} positions: translated the first {self.limit} "
-                  "pieces of each (--long-lines error refuses them)", file=sys.stderr)
 
 
 def _cmd_translate(args: argparse.Namespace) -> int:
@@ -542,9 +436,11 @@ def _cmd_translate(args: argparse.Namespace) -> int:
     # is read: an interrupted or failing run keeps every finished line, and
     # an interactive user gets each answer at once.
     size = 1 if sys.stdin.isatty() else args.batch_size
-    long_lines, done = _LongLines(model, src_vocab, args.long_lines), 0
+    limit = getattr(model.config, "max_len", None)
+    long_lines = LongLines(as_tokenizer(src_vocab, True), limit, args.long_lines == "error")
+    done = 0
     try:
-        for window in _windows(_input_lines(sys.stdin), size):
+        for window in windows(read_lines(sys.stdin), size):
             long_lines.check(window, done)
             try:
                 hyps = _translate(model, window, src_vocab, tgt_vocab, args)
@@ -562,7 +458,8 @@ def _cmd_translate(args: argparse.Namespace) -> int:
     except OSError as err:
         raise CLIError(f"cannot write the translations after {done} lines: "
                        f"{err.strerror or err}") from None
-    long_lines.report()
+    if long_lines.count:
+        print(f"{PROG} translate: {long_lines}", file=sys.stderr)
     return 0
 
 
@@ -633,7 +530,7 @@ def _describe(err: BaseException) -> str:
     if isinstance(err, OSError) and err.strerror:
         where = f": {err.filename}" if err.filename else ""
         return f"{err.strerror}{where}"
-    return _one_line(str(err)) or type(err).__name__
+    return one_line(str(err)) or type(err).__name__
 
 
 def main(argv: Sequence[str] | None = None) -> int:

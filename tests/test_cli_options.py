@@ -23,7 +23,7 @@ from minitransformer.training.presets import (
     cpu_model_config,
     cpu_train_config,
 )
-from minitransformer.training.runs import config_differences
+from minitransformer.training.runs import RunError, config_differences
 
 FIXTURES = Path(__file__).parent / "fixtures" / "multi30k"
 
@@ -101,7 +101,7 @@ def test_resume_compares_a_new_field_filling_an_older_run_with_its_default(
     args = _resume_args(tmp_path, "--share-embeddings", "--no-share-embeddings")
     cli._check_resume(args, src, tgt, cli._model_config(args, len(src), len(tgt)))  # no error
     args = _resume_args(tmp_path, "--qk-norm", "--d-model", "128")
-    with pytest.raises(cli.CLIError) as err:
+    with pytest.raises(RunError) as err:
         cli._check_resume(args, src, tgt, cli._model_config(args, len(src), len(tgt)))
     message = str(err.value)
     assert "--qk-norm True (run: False)" in message and "--d-model 128 (run: 256)" in message

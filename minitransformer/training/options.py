@@ -170,20 +170,23 @@ def _kwargs(name: str, hint: Any, default: Any) -> dict[str, Any]:
     if optional:
         hint = next(a for a in typing.get_args(hint) if a is not type(None))
     help_text = HELP.get(name, f"{name} ({getattr(hint, '__name__', hint)})")
+    if "default:" in help_text:  # says its default itself: no "(default: None)" after it
+        help_text += "%(default).0s"
     if name in INVERTED:
         return {"action": "store_false", "default": default, "help": help_text}
     if hint is bool:
         return {"action": argparse.BooleanOptionalAction, "default": default, "help": help_text}
-    kw: dict[str, Any] = {"default": default, "help": help_text}
+    metavar = flag(name).removeprefix("--").upper().replace("-", "_")
+    kw: dict[str, Any] = {"default": default, "help": help_text, "metavar": metavar}
     if name in ZERO_IS_NONE and default is None:
         kw["default"] = 0.0
-    if typing.get_origin(hint) is typing.Literal:
-        return {**kw, "choices": typing.get_args(hint)}
-    if name in CHOICES:
-        return {**kw, "choices": CHOICES[name]}
+    if typing.get_origin(hint) is typing.Literal or name in CHOICES:
+        choices = CHOICES.get(name) or typing.get_args(hint)
+        return {**kw, "choices": choices, "metavar": "{" + ",".join(choices) + "}"}
     if typing.get_origin(hint) is tuple:
         items = typing.get_args(hint)
-        return {**kw, "nargs": len(items), "type": number(items[0])}
+        return {**kw, "nargs": len(items), "type": number(items[0]),
+                "metavar": tuple(f"{metavar}{i + 1}" for i in range(len(items)))}
     if hint in (int, float):
         return {**kw, "type": RANGES.get(name, number(hint, 1 if hint is int else None))}
     return {**kw, "type": hint}

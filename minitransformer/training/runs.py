@@ -42,7 +42,8 @@ except ImportError:  # Windows: no lock (one train per folder is then the user's
 
 __all__ = ["RunError", "RUN_FILES", "LOCK_FILE", "check_run_folder", "lock_run",
            "output_target", "write_text", "write_json", "read_run_info",
-           "config_differences", "check_memory"]
+           "config_differences", "check_resume", "RESUME_KEYS", "check_memory",
+           "checkpoint_file", "recorded_languages"]
 
 #: The files a training run writes in its folder.
 RUN_FILES = ("run.json", "last.pt", "best.pt", "history.json", "src_vocab.json",
@@ -209,6 +210,37 @@ def read_run_info(folder: Path, languages: tuple[str, ...]) -> dict:
     return info
 
 
+def checkpoint_file(path: Path) -> Path:
+    """The checkpoint a path names: a file, or in a training folder ``best.pt``,
+    else ``last.pt``."""
+    if path.is_dir():
+        for name in ("best.pt", "last.pt"):
+            if (path / name).is_file():
+                return path / name
+        raise RunError(f"no checkpoint in {path} (expected best.pt or last.pt)")
+    if not path.exists():
+        raise RunError(f"checkpoint {path} does not exist")
+    return path
+
+
+def recorded_languages(file: Path, recorded: Any, languages: tuple[str, ...]) -> dict:
+    """``{"src": .., "tgt": ..}`` of checkpoint ``file``: ``recorded`` (what
+    it holds, None in older checkpoints), checked against ``run.json`` beside
+    it, which older checkpoints rely on alone; ``{}`` if neither says."""
+    info = read_run_info(file.parent, languages)
+    beside = {"src": info["src_lang"], "tgt": info["tgt_lang"]} if "src_lang" in info else {}
+    if recorded is None:
+        return beside
+    if (not isinstance(recorded, dict) or set(recorded) != {"src", "tgt"}
+            or not set(recorded.values()) <= set(languages)):
+        raise RunError(f"cannot use checkpoint {file}: its languages {recorded!r} are not a "
+                       f"pair of {', '.join(languages)}")
+    if beside and beside != recorded:
+        raise RunError(f"checkpoint {file} translates {recorded['src']}→{recorded['tgt']} but "
+                       f"{file.parent / 'run.json'} says {beside['src']}→{beside['tgt']}")
+    return dict(recorded)
+
+
 def config_differences(stored: Mapping[str, Any] | None, wanted: Any,
                        names: Mapping[str, str] | None = None,
                        ignore: frozenset[str] = frozenset()) -> list[str]:
@@ -237,6 +269,38 @@ def config_differences(stored: Mapping[str, Any] | None, wanted: Any,
     out += [f"{names.get(k, k)} unknown here (run: {v})" for k, v in stored.items()
             if k not in ignore]
     return out
+
+
+#: What a checkpoint needs to be resumed from (what ``train`` saves).
+RESUME_KEYS = ("model_config", "vocabs", "optimizer_state", "train_state", "rng")
+
+
+def check_resume(out: Path, ckpt: Mapping[str, Any], now: Mapping[str, Any], model_config: Any,
+                 names: Mapping[str, str], languages: tuple[str, ...]) -> None:
+    """Check that the run in ``out`` (its ``last.pt``, loaded as ``ckpt``, and
+    its ``run.json``) is the one ``now`` describes: the dataset and languages,
+    the data settings (``now["data"]``) and every field of ``model_config``
+    (a field an older run lacks counts as its default). One line names every
+    difference, by ``names`` (the flags)."""
+    file = out / "last.pt"
+    for key in RESUME_KEYS:
+        if not ckpt.get(key):
+            raise RunError(f"cannot resume from {file}: it holds no {key} (it was not saved "
+                           "by train)")
+    info = read_run_info(out, languages)
+    differ = []
+    run = {k: info.get(k, now[k]) for k in ("dataset", "src_lang", "tgt_lang")}
+    if any(run[k] != now[k] for k in run):
+        differ.append(f"the run translates {run['src_lang']}→{run['tgt_lang']} "
+                      f"({run['dataset']}), not {now['src_lang']}→{now['tgt_lang']} "
+                      f"({now['dataset']})")
+    stored = info.get("data", {})
+    differ += [f"--{k.replace('_', '-')} {v} (run: {stored[k]})"
+               for k, v in now["data"].items() if stored.get(k, v) != v]
+    differ += config_differences(ckpt["model_config"], model_config, names)
+    if differ:
+        raise RunError(f"--resume: the run in {out} differs: {'; '.join(differ)}; resume with "
+                       "the run's options")
 
 
 def _available_memory(device: torch.device) -> int | None:
