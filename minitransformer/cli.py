@@ -31,6 +31,7 @@ failed write, a closed pipe) print one line on stderr and exit with status
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import os
 import sys
@@ -244,21 +245,22 @@ def _load_pairs(split: str, src: str, tgt: str, root: Path | None, download: boo
 
 
 def _translate(model, sentences: list[str], src_vocab, tgt_vocab, args) -> list[str]:
-    try:
-        out = translate(model, sentences, src_vocab, tgt_vocab, beam_size=args.beam,
-                        batch_size=args.batch_size, length_penalty=args.length_penalty)
-    except (MemoryError, RuntimeError) as err:
-        if not _out_of_memory(err):
-            raise
-        raise CLIError("out of memory while decoding; try a smaller --batch-size or "
-                       "--beam") from None
+    out = translate(model, sentences, src_vocab, tgt_vocab, beam_size=args.beam,
+                    batch_size=args.batch_size, length_penalty=args.length_penalty)
     # One line per input line, whatever the model produced.
     return [one_line(line) for line in out]
 
 
-def _out_of_memory(err: BaseException) -> bool:
-    text = str(err).lower()
-    return isinstance(err, MemoryError) or "out of memory" in text or "can't allocate" in text
+@contextlib.contextmanager
+def _out_of_memory(message: str):
+    """Running out of memory in the block becomes ``message`` (one line)."""
+    try:
+        yield
+    except (MemoryError, RuntimeError) as err:
+        text = str(err).lower()
+        if isinstance(err, MemoryError) or "out of memory" in text or "can't allocate" in text:
+            raise CLIError(message) from None
+        raise
 
 
 def _print_scores(hyps: list[str], refs: list[str]) -> None:
@@ -352,12 +354,8 @@ def _build_model(model_config, device: torch.device, seed: int):
     with torch.device("meta"):  # counted where nothing is allocated
         check_memory(Transformer(model_config), device)
     torch.manual_seed(seed)
-    try:
+    with _out_of_memory("out of memory while building the model; choose smaller sizes"):
         return Transformer(model_config)
-    except (MemoryError, RuntimeError) as err:
-        if not _out_of_memory(err):
-            raise
-        raise CLIError("out of memory while building the model; choose smaller sizes") from None
 
 
 def _start_run(args, replaced, src_vocab, tgt_vocab, model_config, train_config) -> None:
@@ -378,15 +376,12 @@ def _start_run(args, replaced, src_vocab, tgt_vocab, model_config, train_config)
 def _fit(args, model, train_batches, valid_batches, config, src_vocab, tgt_vocab):
     languages = {"src": args.src_lang, "tgt": args.tgt_lang}  # read back by _load
     try:
-        return fit(model, train_batches, valid_batches, config, progress=not args.quiet,
-                   vocabs={"src": src_vocab, "tgt": tgt_vocab, "languages": languages})
+        with _out_of_memory(f"out of memory while training; the last checkpoint in {args.out} "
+                            "is kept; try a smaller --max-tokens or model"):
+            return fit(model, train_batches, valid_batches, config, progress=not args.quiet,
+                       vocabs={"src": src_vocab, "tgt": tgt_vocab, "languages": languages})
     except TrainingDivergedError as err:  # --lr too high: stopped before saving NaN weights
         raise CLIError(f"{err} (--lr)") from None
-    except (MemoryError, RuntimeError) as err:
-        if not _out_of_memory(err):
-            raise
-        raise CLIError(f"out of memory while training; the last checkpoint in {args.out} is "
-                       "kept; try a smaller --max-tokens or model") from None
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
@@ -416,7 +411,9 @@ def _cmd_train(args: argparse.Namespace) -> int:
           f"{args.out}", flush=True)
     if not args.no_bleu:
         model.eval()
-        hyps = _translate(model, [s for s, _ in pairs[1]], src_vocab, tgt_vocab, _GREEDY)
+        with _out_of_memory("out of memory while decoding the validation BLEU; the run is "
+                            "saved (--no-bleu skips it)"):
+            hyps = _translate(model, [s for s, _ in pairs[1]], src_vocab, tgt_vocab, _GREEDY)
         print("validation, greedy:")
         _print_scores(hyps, [t for _, t in pairs[1]])
     return 0
@@ -442,13 +439,9 @@ def _cmd_translate(args: argparse.Namespace) -> int:
     try:
         for window in windows(read_lines(sys.stdin), size):
             long_lines.check(window, done)
-            try:
+            with _out_of_memory(f"out of memory after {done} lines; try a smaller "
+                                "--batch-size or --beam"):
                 hyps = _translate(model, window, src_vocab, tgt_vocab, args)
-            except (MemoryError, RuntimeError) as err:
-                if not _out_of_memory(err):
-                    raise
-                raise CLIError(f"out of memory after {done} lines; try a smaller --batch-size "
-                               f"or --beam") from None
             sys.stdout.write("".join(hyp + "\n" for hyp in hyps))
             sys.stdout.flush()
             done += len(window)
@@ -501,12 +494,8 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     pairs = _load_pairs(args.split, src_lang, tgt_lang, args.data_root, not args.no_download)
     pairs = pairs[: args.limit]
     t0 = time.perf_counter()
-    try:
+    with _out_of_memory("out of memory while decoding; try a smaller --batch-size or --beam"):
         hyps = _translate(model, [s for s, _ in pairs], src_vocab, tgt_vocab, args)
-    except (MemoryError, RuntimeError) as err:
-        if not _out_of_memory(err):
-            raise
-        raise CLIError("out of memory; try a smaller --batch-size or --beam") from None
     seconds = time.perf_counter() - t0
     if target is not None:
         try:
