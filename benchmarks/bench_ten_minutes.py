@@ -71,7 +71,8 @@ def main() -> None:
     train_wall = time.perf_counter() - t0
     hyps_file = args.run_dir / f"test_beam{args.beam}.txt"
     evaluate = [*py, "evaluate", "--checkpoint", str(args.run_dir), "--split",
-                "test_2016_flickr", "--beam", str(args.beam), "--output", str(hyps_file)]
+                "test_2016_flickr", "--beam", str(args.beam), "--output", str(hyps_file),
+                "--overwrite"]
     if args.limit:
         evaluate += ["--limit", str(args.limit)]
     t0 = time.perf_counter()

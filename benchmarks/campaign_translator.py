@@ -72,7 +72,7 @@ def run_config(name: str, options: list[str], seed: int, args, valid) -> dict:
              *options]
     hyp_file = out / "val_beam4.txt"
     evaluate = [sys.executable, "-m", "minitransformer", "evaluate", "--checkpoint", str(out),
-                "--split", "val", "--beam", "4", "--output", str(hyp_file)]
+                "--split", "val", "--beam", "4", "--output", str(hyp_file), "--overwrite"]
     if args.smoke:
         evaluate += ["--limit", "50"]
     print(f"\n== {name}, seed {seed}: {' '.join(train[3:])}", flush=True)

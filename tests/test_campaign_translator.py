@@ -34,8 +34,11 @@ def dict_values(path: Path, name: str) -> dict:
         target = node.target if isinstance(node, ast.AnnAssign) else (
             node.targets[0] if isinstance(node, ast.Assign) else None)
         if isinstance(target, ast.Name) and target.id == name:
+            value = node.value  # a dict literal, or Preset(Class, {dict literal})
+            if isinstance(value, ast.Call):
+                value = next(a for a in value.args if isinstance(a, ast.Dict))
             return {ast.literal_eval(k): ast.literal_eval(v)
-                    for k, v in zip(node.value.keys, node.value.values)}
+                    for k, v in zip(value.keys, value.values)}
     raise AssertionError(f"no {name} in {path}")
 
 

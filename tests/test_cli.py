@@ -72,7 +72,7 @@ def test_train_defaults_are_the_preset():
     """`train` without options builds exactly the preset's configurations."""
     args = build_parser().parse_args(["train", "--out", "x"])
     assert _model_config(args, 10, 10) == cpu_model_config(10, 10)
-    expected = cpu_train_config(epochs=None, max_minutes=args.minutes, checkpoint_dir="x")
+    expected = cpu_train_config(epochs=None, max_minutes=args.max_minutes, checkpoint_dir="x")
     assert _train_config(args) == expected
     assert {"max_len": args.max_len, "max_tokens": args.max_tokens} == CPU_DATA
     tokenizers = {"kind": args.tokenizer, "min_freq": args.min_freq, "vocab_size": args.vocab_size}
@@ -357,7 +357,7 @@ def test_subword_run_evaluates_and_resumes(trained_subword, capsys, tmp_path):
     code, _, err = _run(capsys, [
         "train", "--out", str(trained_subword), "--resume", "--max-steps", "160", *TINY,
         "--vocab-size", "300"])
-    assert code == 2 and "--vocab-size 300 differs from the run's 400" in err
+    assert code == 2 and "--vocab-size 300 (run: 400)" in err
 
 
 def test_share_embeddings_needs_subwords(capsys, tmp_path):

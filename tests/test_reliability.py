@@ -643,11 +643,13 @@ def test_evaluate_output_replaced_only_when_complete(untrained, tmp_path, monkey
     monkeypatch.setattr(cli, "_translate", interrupted)
     argv = ["evaluate", "--checkpoint", str(untrained), "--output", str(output),
             "--data-root", str(FIXTURES), "--no-download"]
-    code, _, _ = _cli(capsys, argv)
+    code, _, err = _cli(capsys, argv)
+    assert code == 2 and "add --overwrite" in err  # an existing file only when asked
+    code, _, _ = _cli(capsys, [*argv, "--overwrite"])
     assert code == 130 and output.read_text() == "earlier translations\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["hyps.txt"]  # no temporary file
     monkeypatch.undo()
-    code, _, err = _cli(capsys, argv)
+    code, _, err = _cli(capsys, [*argv, "--overwrite"])
     assert code == 0, err
     assert output.read_text().count("\n") == 8
 
@@ -763,10 +765,10 @@ def test_out_that_cannot_be_written_is_refused_first(tmp_path, capsys):
 
 @pytest.mark.parametrize("change, message", [
     (["--tgt-lang", "de", "--src-lang", "en"], "translates de→en"),
-    (["--d-model", "32"], "--d-model gives d_model=32 but the run has 16"),
-    (["--post-ln"], "--post-ln"),
-    (["--max-tokens", "300"], "--max-tokens 300 differs from the run's 256"),
-    (["--min-freq", "2"], "--min-freq 2 differs"),
+    (["--d-model", "32"], "--d-model 32 (run: 16)"),
+    (["--post-ln"], "--post-ln gives norm_first False (run: True)"),
+    (["--max-tokens", "300"], "--max-tokens 300 (run: 256)"),
+    (["--min-freq", "2"], "--min-freq 2 (run: 1)"),
 ])
 def test_resume_refuses_another_language_pair_data_or_model(old_run, capsys, change, message):
     before = _snapshot(old_run)

@@ -8,23 +8,20 @@ one cased subword vocabulary of 8,000 pieces shared by German and English
 (SentencePiece BPE) with separate source embeddings, target embeddings and
 output projection, Adam with the paper's warm-up schedule and label
 smoothing, and a moving average of the weights as the result. Why each
-setting, and what it gave, is measured in ``benchmarks/README.md``.
-
-The vocabulary size and the tying were chosen on the validation split
-(``benchmarks/campaign_translator.py``, 2026-11-30): ten-minute runs with
-4,000, 8,000 and 12,000 pieces tied three ways (8,000 best), then 8,000
-untied, then both 8,000 models with three seeds each; untied scored beam-4
-cased BLEU 38.07 on average (37.66 to 38.52), tied as in the paper 37.19
-(36.96 to 37.64). ``share_embeddings=True, tie_output=True`` gives the
-paper's tying (two 8,000 × 256 tables fewer: 4.1 M of the 10.1 M parameters).
+setting was chosen, and what it gave (the vocabulary and tying campaign, the
+bf16 measurement), is in ``benchmarks/README.md``.
+``share_embeddings=True, tie_output=True`` gives the paper's tying.
 
 With word vocabularies (``kind="words"``, the early chapters' simple path)
 the two languages have different vocabularies and cannot share embeddings:
 pass ``share_embeddings=False`` to :func:`cpu_model_config` (the command
 line does so for ``--tokenizer words``).
 
-Each dictionary uses the names of the thing it configures, so it can be
-passed on as keyword arguments:
+:data:`CPU_MODEL` and :data:`CPU_TRAINING` are :class:`Preset` objects:
+*partial configs*, typed by the config class they fill. Their keys are
+checked against the class's fields when the module is imported (a typo or a
+renamed field fails at once), and they read like the dicts they replace
+(``CPU_MODEL["d_model"]``, ``**CPU_MODEL``). The other two are typed dicts:
 
 - :data:`CPU_MODEL`: fields of :class:`~minitransformer.model.TransformerConfig`
   (the vocabulary sizes come from the data);
@@ -43,12 +40,15 @@ with :func:`positions_for` the one rule for the model's ``max_len``.
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+from collections.abc import Iterator, Mapping
+from typing import Any, Generic, TypedDict, TypeVar
 
 from ..model import TransformerConfig
-from .loop import TrainConfig
+from .config import TrainConfig
 
 __all__ = [
+    "Preset",
     "CPU_MODEL",
     "CPU_TRAINING",
     "CPU_TOKENIZERS",
@@ -58,8 +58,42 @@ __all__ = [
     "cpu_train_config",
 ]
 
+C = TypeVar("C")
+
+
+class Preset(Mapping[str, Any], Generic[C]):
+    """Some fields of the dataclass ``config_class``, checked against it:
+    a partial config. Reads as a read-only dict of those fields;
+    :meth:`build` fills the rest and makes the config."""
+
+    def __init__(self, config_class: type[C], values: Mapping[str, Any]) -> None:
+        names = {f.name for f in dataclasses.fields(config_class)}
+        unknown = sorted(set(values) - names)
+        if unknown:
+            raise TypeError(f"Preset: {config_class.__name__} has no field "
+                            f"{', '.join(unknown)}")
+        self.config_class = config_class
+        self._values = dict(values)
+
+    def __getitem__(self, key: str) -> Any:
+        return self._values[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __repr__(self) -> str:
+        return repr(self._values)
+
+    def build(self, *args: Any, **overrides: Any) -> C:
+        """``config_class(*args, **{**preset, **overrides})``."""
+        return self.config_class(*args, **{**self._values, **overrides})
+
+
 #: :class:`~minitransformer.model.TransformerConfig` fields of the book's CPU model.
-CPU_MODEL: dict[str, Any] = {
+CPU_MODEL: Preset[TransformerConfig] = Preset(TransformerConfig, {
     "d_model": 256,
     "num_heads": 8,
     "num_encoder_layers": 3,
@@ -67,37 +101,50 @@ CPU_MODEL: dict[str, Any] = {
     "d_ff": 512,
     "dropout": 0.0,
     "norm_first": True,
-    # untied: chosen on validation BLEU over three seeds against the paper's three-way
-    # tying (benchmarks/README.md, "The translator campaign")
+    # untied: chosen on validation BLEU (benchmarks/README.md, "The translator campaign")
     "share_embeddings": False,  # one embedding table for both languages (needs subwords)
     "tie_output": False,  # the output projection is the (target) embedding matrix
-}
+})
 
 #: :class:`~minitransformer.training.TrainConfig` fields of its training.
-CPU_TRAINING: dict[str, Any] = {
+CPU_TRAINING: Preset[TrainConfig] = Preset(TrainConfig, {
     "lr": 1e-3,
     "schedule": "noam",
     "warmup_steps": 200,
     "label_smoothing": 0.1,
     "ema_decay": 0.98,
     # bf16 autocast where the hardware computes bf16 (a CPU with AVX512_BF16 or
-    # AMX, a GPU); elsewhere float32. Measured on a 2-core AVX512_BF16 CPU
-    # (benchmarks/README.md): 1.32x the float32 tokens/s, and after the same 300
-    # steps a validation cross-entropy 0.006 above float32's (one seed)
+    # AMX, a GPU); elsewhere float32 (measured: benchmarks/README.md)
     "amp": "native",
-}
+})
+
+
+class TokenizerSettings(TypedDict):
+    """Arguments of :func:`~minitransformer.data.build_tokenizers`."""
+
+    kind: str  # "subword" (one cased BPE model for both languages) or "words"
+    min_freq: int  # words: rarer words become <unk>
+    vocab_size: int  # subword: pieces of the joint model
+
+
+class DataSettings(TypedDict):
+    """``encode_pairs(max_len=)`` and ``TokenBatcher(max_tokens=)``."""
+
+    max_len: int  # drop training pairs with a side longer than this (tokens)
+    max_tokens: int  # padded source + target tokens per batch
+
 
 #: :func:`~minitransformer.data.build_tokenizers` arguments: words seen at
 #: least ``min_freq`` times (``kind="words"``), or a joint subword model of
 #: ``vocab_size`` pieces (``kind="subword"``).
-CPU_TOKENIZERS: dict[str, Any] = {
+CPU_TOKENIZERS: TokenizerSettings = {
     "kind": "subword",  # one cased BPE model for both languages; or "words"
     "min_freq": 2,  # words: rarer words become <unk>
     "vocab_size": 8000,  # subword: pieces of the joint model (chosen on validation BLEU)
 }
 
 #: ``encode_pairs(max_len=)`` for the training pairs, ``TokenBatcher(max_tokens=)``.
-CPU_DATA: dict[str, Any] = {
+CPU_DATA: DataSettings = {
     "max_len": 100,
     "max_tokens": 2048,
 }
@@ -117,11 +164,11 @@ def cpu_model_config(
     """The :class:`~minitransformer.model.TransformerConfig` of :data:`CPU_MODEL`
     for these vocabulary sizes, ``max_len`` from :func:`positions_for` and
     :data:`CPU_DATA`'s ``max_len``; keyword arguments override fields."""
-    fields = {**CPU_MODEL, "max_len": positions_for(CPU_DATA["max_len"]), **overrides}
-    return TransformerConfig(src_vocab_size, tgt_vocab_size, **fields)
+    overrides = {"max_len": positions_for(CPU_DATA["max_len"]), **overrides}
+    return CPU_MODEL.build(src_vocab_size, tgt_vocab_size, **overrides)
 
 
 def cpu_train_config(**overrides: Any) -> TrainConfig:
     """The :class:`~minitransformer.training.TrainConfig` of :data:`CPU_TRAINING`;
     keyword arguments override fields or set the others (budget, device, ...)."""
-    return TrainConfig(**{**CPU_TRAINING, **overrides})
+    return CPU_TRAINING.build(**overrides)
