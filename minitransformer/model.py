@@ -123,19 +123,18 @@ class Transformer(nn.Module):
         """``(B, 1, T, T)`` bool mask for decoder self-attention: causal and not padding."""
         return padding_mask(tgt, self.config.pad_id) & causal_mask(tgt.shape[1], tgt.device)
 
-    def encode(self, src: Tensor, src_mask: Tensor | None = None) -> Tensor:
+    def encode(self, src: Tensor, src_mask: Tensor | None = None, check: bool = True) -> Tensor:
         """Source ids ``(B, S)`` → memory ``(B, S, D)``.
 
-        ``src_mask`` defaults to :meth:`src_mask` (padding hidden).
+        ``src_mask`` defaults to :meth:`src_mask` (padding hidden). ``check=False``:
+        the caller has checked ``src`` and ``src_mask`` (as :meth:`forward` does).
         """
-        self._check_tokens(src, "src", self.config.src_vocab_size)
-        return self._encode(src, self.src_mask(src) if src_mask is None else src_mask)
-
-    def _encode(self, src: Tensor, src_mask: Tensor | None, check_mask: bool = True) -> Tensor:
-        """:meth:`encode` of checked ids: ``(B, S)`` → ``(B, S, D)``; the mask
-        is checked once, by the encoder, unless ``check_mask`` is False."""
-        x = self.src_pos(self.src_embed(src) * math.sqrt(self.config.d_model))  # (B, S, D)
-        return self.encoder(x, src_mask, check=check_mask)
+        if check:
+            self._check_tokens(src, "src", self.config.src_vocab_size)
+        if src_mask is None:
+            src_mask = self.src_mask(src)
+        x = self.src_pos(self.src_embed(src) * math.sqrt(self.config.d_model), check=False)
+        return self.encoder(x, src_mask, check=check)  # (B, S, D)
 
     def decode(
         self, tgt: Tensor, memory: Tensor, memory_mask: Tensor | None = None
@@ -167,7 +166,7 @@ class Transformer(nn.Module):
         decoder checks ``memory`` and the masks once unless ``check`` is False
         (masks the model built itself)."""
         y = self.tgt_embed(tgt) * math.sqrt(self.config.d_model)  # (B, T, D)
-        y = self.tgt_pos(y, start)
+        y = self.tgt_pos(y, start, check=False)  # lengths checked with the ids
         h = self.decoder(y, memory, tgt_mask, memory_mask, caches, check=check)  # (B, T, D)
         return self.generator(h)  # (B, T, V)
 
@@ -235,5 +234,5 @@ class Transformer(nn.Module):
                 f"Transformer: src and tgt batch sizes differ: {src.shape[0]} and {tgt.shape[0]}"
             )
         src_mask = self.src_mask(src)  # (B, 1, 1, S)
-        memory = self._encode(src, src_mask, check_mask=False)  # (B, S, D)
+        memory = self.encode(src, src_mask, check=False)  # (B, S, D)
         return self._decode(tgt, memory, self.tgt_mask(tgt), src_mask, check=False)  # (B, T, V)
