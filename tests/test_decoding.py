@@ -384,6 +384,38 @@ def test_bad_arguments_are_clear_errors():
         greedy_decode(m, [[4, 5]])
 
 
+@pytest.mark.parametrize("search", [greedy_decode, beam_search])
+def test_search_ids_outside_the_vocabulary_are_clear_errors(search):
+    m, src = random_model(vocab=20), random_src(0)
+    with pytest.raises(ValueError, match=r"bos_id 20 is outside the target vocabulary \[0, 20\)"):
+        search(m, src, bos_id=20)
+    with pytest.raises(ValueError, match="eos_id must be an int >= 0"):
+        search(m, src, eos_id=-1)
+    with pytest.raises(ValueError, match="banned id 25 is outside the target vocabulary"):
+        search(m, src, banned_ids=[25])
+    with pytest.raises(ValueError, match="ban all 20 ids .* nothing left to generate"):
+        search(m, src, banned_ids=range(20))
+    # leaving one id (EOS) is allowed: every sentence is empty
+    assert search(m, src, max_len=3, banned_ids=[i for i in range(20) if i != EOS]) == [[]] * 6
+
+
+@pytest.mark.parametrize("alpha", [1000.0, -1000.0, float("nan"), float("inf")])
+def test_extreme_length_penalty_is_a_clear_error(alpha):
+    """Before: 1000 raised OverflowError and -1000 ZeroDivisionError mid-search."""
+    m, src = random_model(), random_src(0)
+    with pytest.raises(ValueError, match="length_penalty"):
+        beam_search(m, src, beam_size=2, max_len=20, length_penalty=alpha)
+
+
+def test_moderate_length_penalties_are_accepted():
+    """The bound is on the penalty itself: a negative alpha that keeps it in
+    range runs (and favours short outputs)."""
+    m, src = random_model(), random_src(0, batch=2)
+    for alpha in (-2.0, 0.0, 0.6, 5.0):
+        out = beam_search(m, src, beam_size=2, max_len=6, length_penalty=alpha)
+        assert len(out) == 2 and all(len(hyp) <= 6 for hyp in out)
+
+
 # --------------------------------------------------------------------------- a trained model
 
 
