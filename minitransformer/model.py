@@ -26,6 +26,7 @@ from .factories import make_positional
 from .layers import Decoder, DecoderCache, Encoder
 from .masks import causal_mask, padding_mask
 from .positional import PositionalEncoding
+from .registry import register_model
 
 __all__ = ["TransformerConfig", "Transformer", "TransformerDecodingState"]
 
@@ -46,6 +47,7 @@ class TransformerDecodingState:
         )
 
 
+@register_model(TransformerConfig)
 class Transformer(nn.Module):
     """Encoder-decoder Transformer for sequence-to-sequence tasks.
 

@@ -415,3 +415,21 @@ def test_copy_task_overfits():
             nxt = model.decode(out, memory, mask)[:, -1].argmax(-1, keepdim=True)
             out = torch.cat([out, nxt], dim=1)
     assert torch.equal(out[:, 1:], src[:8])
+
+
+def test_model_classes_register_themselves_for_checkpoint_loading(tmp_path):
+    """The model modules declare their classes (``@register_model``); a
+    checkpoint written before ``TransformerConfig`` moved to ``config.py``
+    (``config_class`` ``minitransformer.model:TransformerConfig``) still loads."""
+    from minitransformer.registry import MODELS, qualified_name
+    from minitransformer.training.checkpoint import build_model, load_checkpoint, save_checkpoint
+
+    assert MODELS[qualified_name(mt.Transformer)] == (mt.Transformer, mt.TransformerConfig)
+    model = mt.Transformer(small_config()).eval()
+    save_checkpoint(tmp_path / "m.pt", model)
+    ckpt = load_checkpoint(tmp_path / "m.pt")
+    assert ckpt["config_class"] == "minitransformer.config:TransformerConfig"
+    ckpt["config_class"] = "minitransformer.model:TransformerConfig"  # as older files say
+    rebuilt = build_model(ckpt).eval()
+    src, tgt = torch.randint(1, 20, (2, 5)), torch.randint(1, 22, (2, 4))
+    torch.testing.assert_close(rebuilt(src, tgt), model(src, tgt))

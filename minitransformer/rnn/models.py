@@ -44,6 +44,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from ..attention import masked_softmax
 from ..checks import check_token_range, check_tokens
 from ..masks import padding_mask
+from ..registry import register_model
 from ..seq2seq import reorder_tensors
 from .attention_scorers import AdditiveAttention
 
@@ -224,6 +225,7 @@ class _RNNSeq2Seq(nn.Module):
         return torch.stack(logits, dim=1)  # (B, T, V)
 
 
+@register_model(RNNConfig)
 class SimpleSeq2Seq(_RNNSeq2Seq):
     """Encoder-decoder whose source summary only initialises the decoder.
 
@@ -249,6 +251,7 @@ class SimpleSeq2Seq(_RNNSeq2Seq):
         return self.generator(self.dropout(h)), {**state, "hidden": h}
 
 
+@register_model(RNNConfig)
 class ContextSeq2Seq(_RNNSeq2Seq):
     """Cho et al.'s encoder-decoder: the same context ``c`` enters every step.
 
@@ -277,6 +280,7 @@ class ContextSeq2Seq(_RNNSeq2Seq):
         return logits, {**state, "hidden": h}
 
 
+@register_model(RNNConfig)
 class AttentionSeq2Seq(_RNNSeq2Seq):
     """Bahdanau et al.'s encoder-decoder with additive attention.
 
