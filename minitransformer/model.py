@@ -26,7 +26,7 @@ from .factories import make_positional
 from .layers import Decoder, DecoderCache, Encoder
 from .masks import causal_mask, padding_mask
 from .positional import PositionalEncoding
-from .registry import register_model
+from .seq2seq import register_model
 
 __all__ = ["TransformerConfig", "Transformer", "TransformerDecodingState"]
 

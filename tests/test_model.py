@@ -236,24 +236,30 @@ def _count_checks(monkeypatch) -> dict[str, int]:
 def test_arguments_are_checked_once_at_the_entry_points(monkeypatch):
     """A teacher-forced forward of a 3+3 model checks each input once (its
     ids' range once: one host read each); a cached 10-step greedy decode
-    checks the source and its mask once and each step's tokens once, with
-    no check per layer or per attention."""
-    config = small_config(num_encoder_layers=3, num_decoder_layers=3)
-    model = mt.Transformer(config).eval()
+    checks the source and its mask once and each step's tokens once: no
+    check per layer or per attention, nothing else grows with the steps."""
+
+    def greedy_counts(model, steps):
+        counts.clear()
+        out = mt.greedy_decode(model, src, max_len=steps, banned_ids=[2])  # EOS banned
+        assert [len(row) for row in out] == [steps, steps]
+        return dict(counts)
+
+    deep = mt.Transformer(small_config(num_encoder_layers=3, num_decoder_layers=3)).eval()
+    shallow = mt.Transformer(small_config(num_encoder_layers=1, num_decoder_layers=1)).eval()
     src, tgt = torch.randint(3, 20, (2, 7)), torch.randint(3, 22, (2, 5))
     counts = _count_checks(monkeypatch)
-    model(src, tgt)
+    deep(src, tgt)
     assert counts == {"check_tokens": 2, "check_token_range": 2}
-    counts.clear()
-    steps = 10
-    out = mt.greedy_decode(model, src, max_len=steps, banned_ids=[2])  # EOS banned: 10 steps
-    assert [len(row) for row in out] == [steps, steps]
-    assert counts.pop("check_tokens") == 1 + steps  # the source, then decode_next's tokens
-    attention = {k: v for k, v in counts.items() if "attention" in k or k == "check_qkv"}
-    assert attention == {"check_attention_inputs": 1}  # the source mask, by the encoder
-    assert counts["check_token_range"] == 1
-    assert "check_positions" not in counts
-    assert sum(counts.values()) <= 16  # nothing grows with the steps or the layers
+    ten = greedy_counts(deep, 10)
+    assert ten["check_attention_inputs"] == 1  # the source mask, by the encoder
+    assert ten["check_token_range"] == 1 and "check_qkv" not in ten
+    assert "check_positions" not in ten
+    five = greedy_counts(deep, 5)
+    assert {k: ten[k] - five.get(k, 0) for k in ten if ten[k] != five.get(k)} == {
+        "check_tokens": 5  # decode_next's tokens, once per step
+    }
+    assert greedy_counts(shallow, 10) == ten  # the same with 1 + 1 layers
 
 
 def test_record_attention_maps_are_row_stochastic():
@@ -421,7 +427,7 @@ def test_model_classes_register_themselves_for_checkpoint_loading(tmp_path):
     """The model modules declare their classes (``@register_model``); a
     checkpoint written before ``TransformerConfig`` moved to ``config.py``
     (``config_class`` ``minitransformer.model:TransformerConfig``) still loads."""
-    from minitransformer.registry import MODELS, qualified_name
+    from minitransformer.seq2seq import MODELS, qualified_name
     from minitransformer.training.checkpoint import build_model, load_checkpoint, save_checkpoint
 
     assert MODELS[qualified_name(mt.Transformer)] == (mt.Transformer, mt.TransformerConfig)

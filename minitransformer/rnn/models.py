@@ -44,8 +44,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from ..attention import masked_softmax
 from ..checks import check_token_range, check_tokens
 from ..masks import padding_mask
-from ..registry import register_model
-from ..seq2seq import reorder_tensors
+from ..seq2seq import register_model, reorder_tensors
 from .attention_scorers import AdditiveAttention
 
 __all__ = [

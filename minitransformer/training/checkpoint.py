@@ -53,8 +53,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..registry import MODELS
-from ..registry import qualified_name as _qualified_name
+from ..seq2seq import MODELS
+from ..seq2seq import qualified_name as _qualified_name
 from .averaging import ExponentialMovingAverage
 
 __all__ = [
@@ -247,7 +247,7 @@ def _from_format_1(ckpt: dict, where: str) -> dict:
 
 #: The models :func:`build_model` rebuilds: the name stored in a checkpoint's
 #: ``model_class`` (``"module:Class"``) → (model class, its config class), as
-#: the model modules declare them (:func:`minitransformer.registry.register_model`).
+#: the model modules declare them (:func:`minitransformer.seq2seq.register_model`).
 #: Nothing else is ever imported or called on a checkpoint's say-so.
 MODEL_CLASSES: dict[str, tuple[type[nn.Module], type]] = MODELS
 
