@@ -13,6 +13,7 @@ import math
 import pytest
 import sacrebleu
 import torch
+from decoding_helpers import assert_incremental_matches_full
 from torch import Tensor, nn
 
 from minitransformer import Transformer, TransformerConfig
@@ -47,19 +48,6 @@ def random_src(seed: int, batch: int = 6, length: int = 7, vocab: int = 20) -> T
     for i in range(batch):  # ragged lengths: padding at the end
         src[i, length - (i % 3) :] = PAD
     return src
-
-
-def assert_incremental_matches_full(model: nn.Module, src: Tensor, tgt: Tensor) -> None:
-    """The IncrementalDecoder contract: feeding ``tgt`` one token at a time
-    gives the logits of ``model.decode`` on the whole prefix at every step."""
-    with torch.no_grad():
-        mask = model.src_mask(src)
-        memory = model.encode(src, mask)
-        full = model.decode(tgt, memory, mask)  # (B, T, V)
-        state = model.start_decoding(memory, mask)
-        for t in range(tgt.shape[1]):
-            logits, state = model.decode_next(tgt[:, t], state)
-            torch.testing.assert_close(logits, full[:, t], atol=1e-5, rtol=1e-5)
 
 
 # --------------------------------------------------------------------------- interface
