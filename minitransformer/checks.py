@@ -28,6 +28,7 @@ __all__ = [
     "check_int_at_least",
     "check_dropout",
     "check_heads",
+    "check_config",
     "check_tensor",
     "check_sequence",
     "check_positions",
@@ -70,6 +71,14 @@ def check_heads(d_model: Any, num_heads: Any, where: str) -> None:
     if d_model % num_heads != 0:
         raise ValueError(
             f"{where}: d_model ({d_model}) must be divisible by num_heads ({num_heads})"
+        )
+
+
+def check_config(config: Any, config_cls: type, where: str) -> None:
+    """A model is built from an instance of its own config class."""
+    if not isinstance(config, config_cls):
+        raise TypeError(
+            f"{where}: expected a {config_cls.__name__}, got {type(config).__name__}"
         )
 
 

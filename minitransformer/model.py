@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor, nn
 
-from .checks import check_mask, check_sequence, check_token_range, check_tokens
+from .checks import check_config, check_mask, check_sequence, check_token_range, check_tokens
 from .config import TransformerConfig
 from .factories import make_positional
 from .layers import Decoder, DecoderCache, Encoder
@@ -81,10 +81,7 @@ class Transformer(nn.Module):
 
     def __init__(self, config: TransformerConfig):
         super().__init__()
-        if not isinstance(config, TransformerConfig):
-            raise TypeError(
-                f"Transformer: expected a TransformerConfig, got {type(config).__name__}"
-            )
+        check_config(config, TransformerConfig, type(self).__name__)
         self.config = c = config
         self.src_embed = nn.Embedding(c.src_vocab_size, c.d_model, padding_idx=c.pad_id)
         if c.share_embeddings:

@@ -42,7 +42,7 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from ..attention import masked_softmax
-from ..checks import check_token_range, check_tokens
+from ..checks import check_config, check_token_range, check_tokens
 from ..masks import padding_mask
 from ..seq2seq import register_model, reorder_tensors
 from .attention_scorers import AdditiveAttention
@@ -143,10 +143,7 @@ class _RNNSeq2Seq(nn.Module):
 
     def __init__(self, config: RNNConfig):
         super().__init__()
-        if not isinstance(config, RNNConfig):
-            raise TypeError(
-                f"{type(self).__name__}: expected an RNNConfig, got {type(config).__name__}"
-            )
+        check_config(config, RNNConfig, type(self).__name__)
         self.config = c = config
         self.encoder = RNNEncoder(c)
         self.tgt_embed = nn.Embedding(c.tgt_vocab_size, c.emb_dim, padding_idx=c.pad_id)
