@@ -82,21 +82,33 @@ def residual(
 
 
 class _Layer(nn.Module):
-    """What both layers hold, built from ``config``: ``self_attn``, with
-    ``cross`` a ``cross_attn``, a feed-forward network ``ffn``, then a norm
-    and a dropout per sub-layer (``norm1``, ``norm2``..., ``dropout1``...),
-    registered in this order (the parameters' order, which optimizer states
-    follow, is the same as before layers were built from a config)."""
+    """What both layers hold, built from ``config``: ``self_attn``, in a
+    decoder layer (``cross = True``) a ``cross_attn``, a feed-forward network
+    ``ffn``, then a norm and a dropout per sub-layer (``norm1``, ``norm2``...,
+    ``dropout1``...), registered in this order (the parameters' order, which
+    optimizer states follow, is the same as before layers were built from a
+    config).
 
-    def __init__(self, config: TransformerConfig, cross: bool):
+    ``config``: a :class:`~minitransformer.config.TransformerConfig`, or the
+    sizes by position or keyword: ``d_model`` (width ``D``), ``num_heads``
+    (must divide ``d_model``), ``d_ff`` (the feed-forward network's inner
+    width), ``dropout`` (on attention weights, sub-layer outputs and the FFN;
+    default 0.1), ``norm_first`` (pre-LN if True, post-LN, the paper, if
+    False), and any other config field by keyword.
+    """
+
+    cross: bool = False  #: whether the layer attends to the encoder's memory
+
+    def __init__(self, config: TransformerConfig | int | None = None, *sizes: Any, **options: Any):
         super().__init__()
+        config = config_from(config, sizes, options, LAYER_SIZES, type(self).__name__)
         self.d_model, self.num_heads = config.d_model, config.num_heads
         self.norm_first = config.norm_first
         self.self_attn = make_attention(config)
-        if cross:
+        if self.cross:
             self.cross_attn = make_attention(config)
         self.ffn = make_feed_forward(config)
-        sublayers = range(1, 4 if cross else 3)
+        sublayers = range(1, 4 if self.cross else 3)
         for i in sublayers:
             setattr(self, f"norm{i}", make_norm(config))
         for i in sublayers:
@@ -112,16 +124,10 @@ class _Layer(nn.Module):
 class EncoderLayer(_Layer):
     """Self-attention and a feed-forward network, each with Add & Norm.
 
-    Built from ``config`` (a :class:`~minitransformer.config.TransformerConfig`)
-    or from sizes, by position or keyword: ``d_model`` (width ``D``),
-    ``num_heads`` (must divide ``d_model``), ``d_ff`` (the feed-forward
-    network's inner width), ``dropout`` (on attention weights, sub-layer
-    outputs and the FFN; default 0.1), ``norm_first`` (pre-LN if True,
-    post-LN, the paper, if False), and any other config field by keyword.
+    Built from a config, ``EncoderLayer(config)``, or from sizes,
+    ``EncoderLayer(d_model, num_heads, d_ff, dropout=0.1, norm_first=False)``
+    (see :class:`_Layer`).
     """
-
-    def __init__(self, config: TransformerConfig | int | None = None, *sizes: Any, **options: Any):
-        super().__init__(config_from(config, sizes, options, LAYER_SIZES, "EncoderLayer"), False)
 
     def forward(self, x: Tensor, mask: Tensor | None = None, check: bool = True) -> Tensor:
         """``(B, S, D)`` → ``(B, S, D)``. ``mask`` broadcastable to
@@ -153,8 +159,7 @@ class DecoderLayer(_Layer):
     """Masked self-attention, cross-attention and a feed-forward network, each
     with Add & Norm. Built as :class:`EncoderLayer` is."""
 
-    def __init__(self, config: TransformerConfig | int | None = None, *sizes: Any, **options: Any):
-        super().__init__(config_from(config, sizes, options, LAYER_SIZES, "DecoderLayer"), True)
+    cross = True
 
     def forward(
         self,
@@ -223,25 +228,31 @@ class DecoderLayer(_Layer):
 
 
 class _Stack(nn.Module):
-    """``num_layers`` layers of one kind built from one config, and with
-    ``norm_first`` a final norm ``norm`` (otherwise the identity)."""
+    """Layers of one kind (``layer``) built from one config, as many as the
+    config's ``depth`` field says, and with ``norm_first`` a final norm
+    ``norm`` (otherwise the identity). ``config``: a
+    :class:`~minitransformer.config.TransformerConfig`, or the sizes
+    ``(num_layers, d_model, num_heads, d_ff, dropout=0.1, norm_first=False)``
+    by position or keyword (``num_layers`` by the depth field's name)."""
 
-    def __init__(self, layer: type[_Layer], config: TransformerConfig, num_layers: int):
+    layer: type[_Layer]
+    depth: str  #: the config field with the number of layers
+
+    def __init__(self, config: TransformerConfig | int | None = None, *sizes: Any, **options: Any):
         super().__init__()
-        self.layers = nn.ModuleList(layer(config) for _ in range(num_layers))
+        names = (self.depth, *LAYER_SIZES)
+        config = config_from(config, sizes, options, names, type(self).__name__)
+        self.layers = nn.ModuleList(self.layer(config) for _ in range(getattr(config, self.depth)))
         self.norm = make_norm(config) if config.norm_first else nn.Identity()
 
 
 class Encoder(_Stack):
-    """A stack of :class:`EncoderLayer`: ``config.num_encoder_layers`` of them,
-    or built from sizes: ``Encoder(num_layers, d_model, num_heads, d_ff,
-    dropout=0.1, norm_first=False)``; with ``norm_first`` a final LayerNorm
-    ``norm`` (otherwise ``norm`` is the identity)."""
+    """A stack of :class:`EncoderLayer`: ``Encoder(config)`` has
+    ``config.num_encoder_layers`` of them; ``Encoder(num_layers, d_model,
+    num_heads, d_ff, dropout=0.1, norm_first=False)`` builds it from sizes.
+    With ``norm_first`` a final LayerNorm ``norm`` (otherwise the identity)."""
 
-    def __init__(self, config: TransformerConfig | int | None = None, *sizes: Any, **options: Any):
-        names = ("num_encoder_layers", *LAYER_SIZES)
-        config = config_from(config, sizes, options, names, "Encoder")
-        super().__init__(EncoderLayer, config, config.num_encoder_layers)
+    layer, depth = EncoderLayer, "num_encoder_layers"
 
     def forward(self, x: Tensor, mask: Tensor | None = None, check: bool = True) -> Tensor:
         """``(B, S, D)`` → ``(B, S, D)``; ``check`` as in :meth:`EncoderLayer.forward`."""
@@ -253,15 +264,12 @@ class Encoder(_Stack):
 
 
 class Decoder(_Stack):
-    """A stack of :class:`DecoderLayer` (``config.num_decoder_layers``, or
-    sizes as for :class:`Encoder`); with ``norm_first`` a final LayerNorm
+    """A stack of :class:`DecoderLayer` (``config.num_decoder_layers`` of
+    them, or sizes as for :class:`Encoder`); with ``norm_first`` a final LayerNorm
     ``norm``. Every layer attends to the same ``memory``: the encoder's last
     layer."""
 
-    def __init__(self, config: TransformerConfig | int | None = None, *sizes: Any, **options: Any):
-        names = ("num_decoder_layers", *LAYER_SIZES)
-        config = config_from(config, sizes, options, names, "Decoder")
-        super().__init__(DecoderLayer, config, config.num_decoder_layers)
+    layer, depth = DecoderLayer, "num_decoder_layers"
 
     def forward(
         self,
