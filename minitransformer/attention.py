@@ -42,6 +42,7 @@ __all__ = [
     "masked_softmax",
     "scaled_dot_product_attention",
     "fused_attention",
+    "stacked_linear",
     "MultiHeadAttention",
     "KVCache",
 ]
@@ -109,9 +110,8 @@ def fused_attention(
     float32 when bf16 inputs are on a CPU, output in the inputs' dtype.
 
     Under bf16 autocast on a CPU the projections run in bf16, but PyTorch's
-    CPU attention kernel is several times slower in bf16 than in float32 in
-    the backward pass (torch 2.13; a profile in ``benchmarks/README.md``), so
-    attention itself runs in float32.
+    CPU attention kernel is slower in bf16 than in float32 in the backward
+    pass, so attention itself runs in float32 (measured: ``benchmarks/README.md``).
     Shapes as in :func:`scaled_dot_product_attention`; the dtype test reads
     metadata only.
     """
@@ -122,6 +122,15 @@ def fused_attention(
             )
         return out.to(q.dtype)
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
+
+
+def stacked_linear(x: Tensor, *layers: nn.Linear) -> tuple[Tensor, ...]:
+    """``layer(x)`` for each of ``layers`` (same input width), computed with
+    one matmul of their stacked weights, as ``nn.MultiheadAttention``'s
+    ``in_proj`` does: ``(B, L, D)`` → one ``(B, L, D_i)`` tensor per layer."""
+    weight = torch.cat([layer.weight for layer in layers])  # (ΣD_i, D)
+    bias = None if layers[0].bias is None else torch.cat([layer.bias for layer in layers])
+    return F.linear(x, weight, bias).split([layer.out_features for layer in layers], dim=-1)
 
 
 @dataclass
@@ -205,6 +214,7 @@ class MultiHeadAttention(nn.Module):
         mask: Tensor | None = None,
         need_weights: bool = False,
         cache: KVCache | None = None,
+        check: bool = True,
     ) -> tuple[Tensor, Tensor | None]:
         """Attend from ``query`` to ``key``/``value``.
 
@@ -220,24 +230,26 @@ class MultiHeadAttention(nn.Module):
             cache: keys and values of earlier positions (incremental decoding):
                 the new ones of ``key``/``value`` are appended to it (in place)
                 and the queries attend to all of them.
+            check: check the arguments first (False: the caller, a layer,
+                has checked them once for all its sub-layers).
 
         Returns:
             ``(output, weights)``: output ``(B, Lq, D)``; weights
             ``(B, H, Lq, Lk)`` if ``need_weights`` else None.
         """
-        cached = None if cache is None else cache.k.shape[2]
-        check_attention_inputs(
-            query, key, value, mask, self.d_model, self.num_heads, type(self).__name__, cached
-        )
+        if check:
+            cached = None if cache is None else cache.k.shape[2]
+            check_attention_inputs(
+                query, key, value, mask, self.d_model, self.num_heads, type(self).__name__, cached
+            )
         if mask is not None and mask.dim() == 3:
             mask = mask.unsqueeze(1)  # (B, 1, Lq, Lk): the same for every head
         q, k, v = self.project(query, key, value)  # (B, H, Lq, Dh), (B, H, Lk, Dh) x2
         if cache is not None:
             k, v = cache.update(k, v)  # (B, H, Lk, Dh): every position so far
         p = self.dropout if self.training else 0.0
-        weights = None
         if self.fused and not (need_weights or self.record_weights):
-            out = fused_attention(q, k, v, mask, p)
+            out, weights = fused_attention(q, k, v, mask, p), None  # (B, H, Lq, Dh)
         else:
             weights = masked_softmax(self.score(q, k), mask)  # (B, H, Lq, Lk)
             out = self.combine(F.dropout(weights, p) if p > 0 else weights, v)
@@ -261,36 +273,27 @@ class MultiHeadAttention(nn.Module):
         self, query: Tensor, key: Tensor | None, value: Tensor | None
     ) -> tuple[Tensor, Tensor | None, Tensor | None]:
         """Queries, keys and values split into heads, ``(B, H, L, Dh)`` each
-        (keys and values None when ``key`` is None). Shared inputs are
-        projected with one matmul of the stacked weights, as
-        ``nn.MultiheadAttention``'s ``in_proj`` does: faster than three."""
+        (keys and values None when ``key`` is None). An input passed as
+        several arguments (``x, x, x`` in self-attention, ``memory, memory``
+        in cross-attention) is projected once by :func:`stacked_linear`."""
         if query is key and key is value:  # self-attention: W_q, W_k, W_v stacked
-            q, k, v = F.linear(query, *self._stacked(self.w_q, self.w_k, self.w_v)).chunk(3, -1)
+            q, k, v = stacked_linear(query, self.w_q, self.w_k, self.w_v)
+        elif key is None:
+            return self._split(self.w_q(query)), None, None
+        elif key is value:  # cross-attention: W_k, W_v stacked
+            q, (k, v) = self.w_q(query), stacked_linear(key, self.w_k, self.w_v)
         else:
-            q = self.w_q(query)
-            if key is None:
-                return self._split(q), None, None
-            if key is value:  # cross-attention: W_k, W_v stacked
-                k, v = F.linear(key, *self._stacked(self.w_k, self.w_v)).chunk(2, dim=-1)
-            else:
-                k, v = self.w_k(key), self.w_v(value)
+            q, k, v = self.w_q(query), self.w_k(key), self.w_v(value)
         return self._split(q), self._split(k), self._split(v)
 
     def project_kv(self, x: Tensor) -> KVCache:
         """Keys and values of ``x`` ``(B, L, D)``, split into heads: a
         :class:`KVCache` of ``(B, H, L, Dh)`` tensors (the cross-attention
         cache of the encoder's memory)."""
-        k, v = F.linear(x, *self._stacked(self.w_k, self.w_v)).chunk(2, dim=-1)
+        k, v = stacked_linear(x, self.w_k, self.w_v)
         # contiguous (B, H, L, Dh) copies: attention over them at every step is faster
         return KVCache(self._split(k).contiguous(), self._split(v).contiguous())
 
     def _split(self, x: Tensor) -> Tensor:
         b, n, _ = x.shape
         return x.view(b, n, self.num_heads, self.head_dim).transpose(1, 2)  # (B, H, L, Dh)
-
-    @staticmethod
-    def _stacked(*layers: nn.Linear) -> tuple[Tensor, Tensor | None]:
-        """The weights ``(n·D, D)`` and biases of ``layers`` stacked, for one matmul."""
-        weight = torch.cat([layer.weight for layer in layers])
-        bias = None if layers[0].bias is None else torch.cat([layer.bias for layer in layers])
-        return weight, bias

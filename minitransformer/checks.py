@@ -28,6 +28,7 @@ __all__ = [
     "check_int_at_least",
     "check_dropout",
     "check_heads",
+    "check_config",
     "check_tensor",
     "check_sequence",
     "check_positions",
@@ -70,6 +71,14 @@ def check_heads(d_model: Any, num_heads: Any, where: str) -> None:
     if d_model % num_heads != 0:
         raise ValueError(
             f"{where}: d_model ({d_model}) must be divisible by num_heads ({num_heads})"
+        )
+
+
+def check_config(config: Any, config_cls: type, where: str) -> None:
+    """A model is built from an instance of its own config class."""
+    if not isinstance(config, config_cls):
+        raise TypeError(
+            f"{where}: expected a {config_cls.__name__}, got {type(config).__name__}"
         )
 
 
@@ -135,13 +144,7 @@ def check_qkv(q: Any, k: Any, v: Any, mask: Any, where: str) -> None:
     """Arguments of :func:`~minitransformer.attention.scaled_dot_product_attention`:
     ``q`` ``(..., Lq, d_k)``, ``k`` ``(..., Lk, d_k)``, ``v`` ``(..., Lk, d_v)``
     and an optional mask broadcastable to ``(..., Lq, Lk)``."""
-    for name, t in (("q", q), ("k", k), ("v", v)):
-        check_tensor(t, name, where)
-        if t.dim() < 2:
-            raise ValueError(
-                f"{where}: {name} must have at least 2 dims (..., len, dim), "
-                f"got shape {tuple(t.shape)}"
-            )
+    _check_ranks(where, lambda n: n >= 2, "at least 2 dims (..., len, dim)", q=q, k=k, v=v)
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(
             f"{where}: q and k must share their last dimension d_k, got q {tuple(q.shape)} "
@@ -188,16 +191,7 @@ def check_attention_inputs(
     if key is not None:
         check_sequence(key, d_model, where, "key")
         check_sequence(value, d_model, where, "value")
-        if key.shape[:2] != value.shape[:2]:
-            raise ValueError(
-                f"{where}: key and value must have the same batch and length, got key "
-                f"{tuple(key.shape)} and value {tuple(value.shape)}"
-            )
-        if query.shape[0] != key.shape[0]:
-            raise ValueError(
-                f"{where}: query and key must have the same batch size, got "
-                f"{query.shape[0]} and {key.shape[0]}"
-            )
+        _check_aligned(query, key, value, ("query", "key", "value"), where)
         lk += key.shape[1]
     if mask is not None:
         if isinstance(mask, Tensor) and mask.dim() == 3:
@@ -209,21 +203,33 @@ def check_query_keys_values(query: Any, keys: Any, values: Any, where: str) -> N
     """Arguments of the RNN attention scorers
     (:mod:`minitransformer.rnn.attention_scorers`): ``query`` ``(B, Lq, Dq)``,
     ``keys`` ``(B, Lk, Dk)``, ``values`` ``(B, Lk, Dv)``."""
-    for name, t in (("query", query), ("keys", keys), ("values", values)):
+    tensors = {"query": query, "keys": keys, "values": values}
+    _check_ranks(where, lambda n: n == 3, "shape (batch, len, dim)", **tensors)
+    _check_aligned(query, keys, values, tuple(tensors), where)
+
+
+def _check_ranks(where: str, ok, expected: str, **tensors: Any) -> None:
+    """Each of ``tensors`` (name → value) must be a tensor whose number of
+    dims satisfies ``ok``; ``expected`` says what that is."""
+    for name, t in tensors.items():
         check_tensor(t, name, where)
-        if t.dim() != 3:
-            raise ValueError(
-                f"{where}: {name} must have shape (batch, len, dim), got {tuple(t.shape)}"
-            )
-    if keys.shape[:2] != values.shape[:2]:
+        if not ok(t.dim()):
+            raise ValueError(f"{where}: {name} must have {expected}, got shape {tuple(t.shape)}")
+
+
+def _check_aligned(query: Tensor, key: Tensor, value: Tensor, names: tuple, where: str) -> None:
+    """``key`` and ``value`` ``(B, Lk, ...)`` must share batch and length,
+    ``query`` ``(B, Lq, ...)`` the batch; ``names`` are theirs in messages."""
+    q, k, v = names
+    if key.shape[:2] != value.shape[:2]:
         raise ValueError(
-            f"{where}: keys and values must have the same batch and length, got keys "
-            f"{tuple(keys.shape)} and values {tuple(values.shape)}"
+            f"{where}: {k} and {v} must have the same batch and length, got {k} "
+            f"{tuple(key.shape)} and {v} {tuple(value.shape)}"
         )
-    if query.shape[0] != keys.shape[0]:
+    if query.shape[0] != key.shape[0]:
         raise ValueError(
-            f"{where}: query and keys must have the same batch size, got "
-            f"{query.shape[0]} and {keys.shape[0]}"
+            f"{where}: {q} and {k} must have the same batch size, got "
+            f"{query.shape[0]} and {key.shape[0]}"
         )
 
 

@@ -32,13 +32,14 @@ Shape letters: ``B`` sentences, ``K`` beam size, ``N`` rows being decoded,
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import torch
 from torch import Tensor, nn
 
-from .checks import check_positive_int, check_source_batch
+from .checks import check_int_at_least, check_positive_int, check_source_batch
 from .seq2seq import IncrementalDecoder, reorder_tensors
 
 __all__ = [
@@ -81,14 +82,56 @@ def _next_log_probs(logits: Tensor, banned: Sequence[int]) -> Tensor:
     return log_probs
 
 
-def _banned_ids(model: nn.Module, bos_id: int, extra: Sequence[int] = ()) -> list[int]:
-    """The ids a search never generates: BOS, the model's padding id and ``extra``."""
-    pad_id = getattr(getattr(model, "config", None), "pad_id", None)
-    banned = {bos_id, *extra} | ({pad_id} if pad_id is not None else set())
+def _search_arguments(
+    model: nn.Module,
+    src: Tensor,
+    max_len: int,
+    bos_id: int,
+    eos_id: int,
+    banned_ids: Sequence[int],
+    where: str,
+) -> list[int]:
+    """Check what both searches take and return the sorted ids a search never
+    generates: BOS, the model's padding id and ``banned_ids``. Ids are checked
+    against the target vocabulary when the model's config names its size
+    (``tgt_vocab_size``), and some id must be left to generate."""
+    check_source_batch(src, where)
+    check_positive_int(max_len, "max_len", where)
+    config = getattr(model, "config", None)
+    pad_id = getattr(config, "pad_id", None)
+    vocab = getattr(config, "tgt_vocab_size", None)
+    for name, i in (("bos_id", bos_id), ("eos_id", eos_id)):
+        check_int_at_least(i, 0, name, where)
+        if vocab is not None and i >= vocab:
+            raise ValueError(f"{where}: {name} {i} is outside the target vocabulary [0, {vocab})")
+    banned = {bos_id, *banned_ids} | ({pad_id} if pad_id is not None else set())
     for i in banned:
         if isinstance(i, bool) or not isinstance(i, int) or i < 0:
-            raise ValueError(f"banned ids must be non-negative ints, got {i!r}")
+            raise ValueError(f"{where}: banned ids must be non-negative ints, got {i!r}")
+        if vocab is not None and i >= vocab:
+            raise ValueError(
+                f"{where}: banned id {i} is outside the target vocabulary [0, {vocab})"
+            )
+    if vocab is not None and len(banned) >= vocab:
+        raise ValueError(
+            f"{where}: BOS, padding and banned_ids ban all {vocab} ids of the target "
+            "vocabulary: there is nothing left to generate"
+        )
     return sorted(banned)
+
+
+def _check_length_penalty(alpha: Any, max_len: int, where: str) -> None:
+    """``alpha`` must be a finite number whose penalty at the longest
+    hypothesis, ``((5 + max_len) / 6) ** alpha``, lies in [1e-100, 1e100],
+    so that no score overflows or divides by zero."""
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not math.isfinite(alpha):
+        raise ValueError(f"{where}: length_penalty must be a finite number, got {alpha!r}")
+    log10_lp = alpha * math.log10((5.0 + max_len) / 6.0)  # lp(1) = 1: the extreme is at max_len
+    if abs(log10_lp) > 100:
+        raise ValueError(
+            f"{where}: length_penalty {alpha} gives ((5 + {max_len}) / 6) ** {alpha} = "
+            f"1e{log10_lp:+.0f}, beyond [1e-100, 1e100]; use a small alpha (GNMT: 0.6)"
+        )
 
 
 # --------------------------------------------------------------------------- stepping
@@ -169,10 +212,8 @@ def greedy_decode(
         produced EOS leaves the batch (its rows of the state are dropped with
         ``reorder_state``), and decoding stops when none is left.
     """
-    where = "greedy_decode"
-    check_source_batch(src, where)
-    check_positive_int(max_len, "max_len", where)
-    banned = torch.tensor(_banned_ids(model, bos_id, banned_ids), device=src.device)
+    banned = _search_arguments(model, src, max_len, bos_id, eos_id, banned_ids, "greedy_decode")
+    banned = torch.tensor(banned, device=src.device)
     with _inference(model):
         stepper, state = _start(model, src, use_cache)
         b = src.shape[0]
@@ -255,11 +296,9 @@ def beam_search(
         For each sentence, the token ids (without BOS/EOS) of its finished
         hypothesis with the best score.
     """
-    where = "beam_search"
-    check_source_batch(src, where)
-    check_positive_int(beam_size, "beam_size", where)
-    check_positive_int(max_len, "max_len", where)
-    banned = _banned_ids(model, bos_id, banned_ids)
+    check_positive_int(beam_size, "beam_size", "beam_search")
+    banned = _search_arguments(model, src, max_len, bos_id, eos_id, banned_ids, "beam_search")
+    _check_length_penalty(length_penalty, max_len, "beam_search")
     k, device = beam_size, src.device
     b = src.shape[0]
     finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(b)]

@@ -15,75 +15,20 @@ so that each decoding step costs one position.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
-from typing import Literal
+from dataclasses import dataclass, field
 
 import torch
 from torch import Tensor, nn
 
-from .checks import (
-    check_dropout,
-    check_heads,
-    check_int_at_least,
-    check_positive_int,
-    check_token_range,
-    check_tokens,
-)
+from .checks import check_config, check_mask, check_sequence, check_token_range, check_tokens
+from .config import TransformerConfig
+from .factories import make_positional
 from .layers import Decoder, DecoderCache, Encoder
 from .masks import causal_mask, padding_mask
-from .positional import (
-    LearnedPositionalEmbedding,
-    NoPositionalEncoding,
-    PositionalEncoding,
-    SinusoidalPositionalEncoding,
-)
+from .positional import PositionalEncoding
+from .seq2seq import register_model
 
 __all__ = ["TransformerConfig", "Transformer", "TransformerDecodingState"]
-
-
-@dataclass
-class TransformerConfig:
-    """Sizes and switches of a :class:`Transformer` (defaults: the paper's base model)."""
-
-    src_vocab_size: int
-    tgt_vocab_size: int
-    d_model: int = 512  # width of every token vector
-    num_heads: int = 8  # attention heads per layer (must divide d_model)
-    num_encoder_layers: int = 6
-    num_decoder_layers: int = 6
-    d_ff: int = 2048  # inner width of the feed-forward networks
-    dropout: float = 0.1
-    max_len: int = 512  # longest source or target sequence
-    pad_id: int = 0  # padding token id (same in both vocabularies)
-    norm_first: bool = False  # False: post-LN as in the paper; True: pre-LN
-    share_embeddings: bool = False  # one embedding table for source and target
-    tie_output: bool = False  # output projection = target embedding matrix
-    positional: Literal["sinusoidal", "learned", "none"] = "sinusoidal"
-
-    def __post_init__(self) -> None:
-        where = "TransformerConfig"
-        for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "num_heads", "d_ff", "max_len"):
-            check_positive_int(getattr(self, name), name, where)
-        for name in ("num_encoder_layers", "num_decoder_layers"):
-            check_int_at_least(getattr(self, name), 0, name, where)
-        check_heads(self.d_model, self.num_heads, where)
-        check_dropout(self.dropout, where)
-        if self.share_embeddings and self.src_vocab_size != self.tgt_vocab_size:
-            raise ValueError(
-                f"{where}: share_embeddings needs src_vocab_size == tgt_vocab_size, "
-                f"got {self.src_vocab_size} and {self.tgt_vocab_size}"
-            )
-        if self.positional not in ("sinusoidal", "learned", "none"):
-            raise ValueError(
-                f"{where}: positional must be 'sinusoidal', 'learned' or 'none', "
-                f"got {self.positional!r}"
-            )
-        if not 0 <= self.pad_id < min(self.src_vocab_size, self.tgt_vocab_size):
-            raise ValueError(f"{where}: pad_id {self.pad_id} is outside the vocabularies")
-
-    def to_dict(self) -> dict:
-        """Plain dict (for JSON and checkpoints); ``TransformerConfig(**d)`` rebuilds it."""
-        return asdict(self)
 
 
 @dataclass
@@ -102,15 +47,7 @@ class TransformerDecodingState:
         )
 
 
-def _positions(config: TransformerConfig) -> PositionalEncoding:
-    """The positional module that ``config.positional`` names."""
-    if config.positional == "sinusoidal":
-        return SinusoidalPositionalEncoding(config.d_model, config.max_len, config.dropout)
-    if config.positional == "learned":
-        return LearnedPositionalEmbedding(config.max_len, config.d_model, config.dropout)
-    return NoPositionalEncoding(config.dropout)
-
-
+@register_model(TransformerConfig)
 class Transformer(nn.Module):
     """Encoder-decoder Transformer for sequence-to-sequence tasks.
 
@@ -144,21 +81,17 @@ class Transformer(nn.Module):
 
     def __init__(self, config: TransformerConfig):
         super().__init__()
-        if not isinstance(config, TransformerConfig):
-            raise TypeError(
-                f"Transformer: expected a TransformerConfig, got {type(config).__name__}"
-            )
+        check_config(config, TransformerConfig, type(self).__name__)
         self.config = c = config
         self.src_embed = nn.Embedding(c.src_vocab_size, c.d_model, padding_idx=c.pad_id)
         if c.share_embeddings:
             self.tgt_embed = self.src_embed
         else:
             self.tgt_embed = nn.Embedding(c.tgt_vocab_size, c.d_model, padding_idx=c.pad_id)
-        self.src_pos = _positions(c)
-        self.tgt_pos = _positions(c)
-        layer_args = (c.d_model, c.num_heads, c.d_ff, c.dropout, c.norm_first)
-        self.encoder = Encoder(c.num_encoder_layers, *layer_args)
-        self.decoder = Decoder(c.num_decoder_layers, *layer_args)
+        self.src_pos = make_positional(c)
+        self.tgt_pos = make_positional(c)
+        self.encoder = Encoder(c)
+        self.decoder = Decoder(c)
         self.generator = nn.Linear(c.d_model, c.tgt_vocab_size)
         self._init_weights()
         if c.tie_output:
@@ -189,16 +122,18 @@ class Transformer(nn.Module):
         """``(B, 1, T, T)`` bool mask for decoder self-attention: causal and not padding."""
         return padding_mask(tgt, self.config.pad_id) & causal_mask(tgt.shape[1], tgt.device)
 
-    def encode(self, src: Tensor, src_mask: Tensor | None = None) -> Tensor:
+    def encode(self, src: Tensor, src_mask: Tensor | None = None, check: bool = True) -> Tensor:
         """Source ids ``(B, S)`` → memory ``(B, S, D)``.
 
-        ``src_mask`` defaults to :meth:`src_mask` (padding hidden).
+        ``src_mask`` defaults to :meth:`src_mask` (padding hidden). ``check=False``:
+        the caller has checked ``src`` and ``src_mask`` (as :meth:`forward` does).
         """
-        self._check_tokens(src, "src", self.config.src_vocab_size)
+        if check:
+            self._check_tokens(src, "src", self.config.src_vocab_size)
         if src_mask is None:
             src_mask = self.src_mask(src)
-        x = self.src_pos(self.src_embed(src) * math.sqrt(self.config.d_model))  # (B, S, D)
-        return self.encoder(x, src_mask)
+        x = self.src_pos(self.src_embed(src) * math.sqrt(self.config.d_model), check=False)
+        return self.encoder(x, src_mask, check=check)  # (B, S, D)
 
     def decode(
         self, tgt: Tensor, memory: Tensor, memory_mask: Tensor | None = None
@@ -222,13 +157,16 @@ class Transformer(nn.Module):
         memory_mask: Tensor | None,
         caches: list[DecoderCache] | None = None,
         start: int = 0,
+        check: bool = True,
     ) -> Tensor:
         """The decoder side for target positions ``start .. start + T - 1``
         ``(B, T)`` → logits ``(B, T, V)``: a whole prefix (``start=0``) or,
-        with ``caches``, the new positions of incremental decoding."""
+        with ``caches``, the new positions of incremental decoding. The
+        decoder checks ``memory`` and the masks once unless ``check`` is False
+        (masks the model built itself)."""
         y = self.tgt_embed(tgt) * math.sqrt(self.config.d_model)  # (B, T, D)
-        y = self.tgt_pos(y, start)
-        h = self.decoder(y, memory, tgt_mask, memory_mask, caches)  # (B, T, D)
+        y = self.tgt_pos(y, start, check=False)  # lengths checked with the ids
+        h = self.decoder(y, memory, tgt_mask, memory_mask, caches, check=check)  # (B, T, D)
         return self.generator(h)  # (B, T, V)
 
     # Incremental decoding (the hooks of minitransformer.seq2seq.IncrementalDecoder)
@@ -238,7 +176,13 @@ class Transformer(nn.Module):
     ) -> TransformerDecodingState:
         """Key/value cache for decoding ``N`` sentences: every decoder layer's
         cross-attention keys/values of ``memory`` ``(N, S, D)`` (computed once
-        here) and empty self-attention caches. ``memory_mask`` as in :meth:`decode`."""
+        here) and empty self-attention caches. ``memory_mask`` as in :meth:`decode`.
+        Memory and mask are checked here, once for all the steps."""
+        where = f"{type(self).__name__}.start_decoding"
+        check_sequence(memory, self.config.d_model, where, "memory")
+        if memory_mask is not None:
+            n, s = memory.shape[:2]
+            check_mask(memory_mask, (n, self.config.num_heads, 1, s), where)
         return TransformerDecodingState(self.decoder.start(memory), memory_mask)
 
     def decode_next(
@@ -261,7 +205,7 @@ class Transformer(nn.Module):
             raise ValueError(f"{where}: position {t} is beyond max_len={self.config.max_len}")
         check_tokens(tokens[:, None], "tokens", where)  # ids from a search: no range check
         logits = self._decode(
-            tokens[:, None], None, None, state.memory_mask, state.caches, start=t
+            tokens[:, None], None, None, state.memory_mask, state.caches, start=t, check=False
         )  # (N, 1, V): the new position sees every cached one, so no causal mask
         return logits[:, 0], TransformerDecodingState(state.caches, state.memory_mask, t + 1)
 
@@ -289,5 +233,5 @@ class Transformer(nn.Module):
                 f"Transformer: src and tgt batch sizes differ: {src.shape[0]} and {tgt.shape[0]}"
             )
         src_mask = self.src_mask(src)  # (B, 1, 1, S)
-        memory = self.encode(src, src_mask)  # (B, S, D)
-        return self._decode(tgt, memory, self.tgt_mask(tgt), src_mask)  # (B, T, V)
+        memory = self.encode(src, src_mask, check=False)  # (B, S, D)
+        return self._decode(tgt, memory, self.tgt_mask(tgt), src_mask, check=False)  # (B, T, V)

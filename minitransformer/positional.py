@@ -53,9 +53,12 @@ class PositionalEncoding(nn.Module):
     adds the code of positions ``start .. start + L - 1`` to ``x`` ``(B, L, D)``
     and applies dropout; ``reset_parameters`` (called by ``__init__``) sets
     its initial values. The model calls every kind the same way, with
-    ``start`` > 0 when decoding one position at a time."""
+    ``start`` > 0 when decoding one position at a time, and ``check=False``
+    (it has checked the lengths against ``max_len`` itself)."""
 
-    def forward(self, x: Tensor, start: int = 0) -> Tensor:  # pragma: no cover - abstract
+    def forward(  # pragma: no cover - abstract
+        self, x: Tensor, start: int = 0, check: bool = True
+    ) -> Tensor:
         raise NotImplementedError
 
     def reset_parameters(self) -> None:
@@ -89,9 +92,10 @@ class SinusoidalPositionalEncoding(PositionalEncoding):
         with torch.no_grad():
             self.pe.copy_(sinusoidal_table(self.max_len, self.d_model))
 
-    def forward(self, x: Tensor, start: int = 0) -> Tensor:
+    def forward(self, x: Tensor, start: int = 0, check: bool = True) -> Tensor:
         """``(B, L, D)`` → ``(B, L, D)``: ``x + pe[start : start + L]``, then dropout."""
-        check_positions(x, start, self.max_len, self.d_model, type(self).__name__)
+        if check:
+            check_positions(x, start, self.max_len, self.d_model, type(self).__name__)
         return self.dropout(x + self.pe[start : start + x.shape[1]])
 
 
@@ -121,10 +125,11 @@ class LearnedPositionalEmbedding(PositionalEncoding):
         """Draw the table from N(0, 1/2)."""
         nn.init.normal_(self.embedding.weight, std=1 / math.sqrt(2))
 
-    def forward(self, x: Tensor, start: int = 0) -> Tensor:
+    def forward(self, x: Tensor, start: int = 0, check: bool = True) -> Tensor:
         """``(B, L, D)`` → ``(B, L, D)``: ``x + embedding[start .. start + L - 1]``,
         then dropout."""
-        check_positions(x, start, self.max_len, self.d_model, type(self).__name__)
+        if check:
+            check_positions(x, start, self.max_len, self.d_model, type(self).__name__)
         return self.dropout(x + self.embedding.weight[start : start + x.shape[1]])
 
 
@@ -142,6 +147,7 @@ class NoPositionalEncoding(PositionalEncoding):
         super().__init__()
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, x: Tensor, start: int = 0) -> Tensor:
-        """``(B, L, D)`` → ``(B, L, D)``: ``dropout(x)``; ``start`` is ignored."""
+    def forward(self, x: Tensor, start: int = 0, check: bool = True) -> Tensor:
+        """``(B, L, D)`` → ``(B, L, D)``: ``dropout(x)``; ``start`` and ``check``
+        are ignored."""
         return self.dropout(x)

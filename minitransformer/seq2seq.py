@@ -35,11 +35,20 @@ source length, ``T`` target length, ``V`` target vocabulary size.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Callable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from torch import Tensor
 
-__all__ = ["Seq2SeqModel", "IncrementalDecoder", "reorder_tensors", "map_tensors"]
+__all__ = [
+    "Seq2SeqModel",
+    "IncrementalDecoder",
+    "reorder_tensors",
+    "map_tensors",
+    "MODELS",
+    "qualified_name",
+    "register_model",
+]
 
 
 @runtime_checkable
@@ -149,3 +158,35 @@ def reorder_tensors(obj: Any, index: Tensor) -> Any:
     """Select rows ``index`` (``(N',)`` int64) along dim 0 of every tensor in
     a nest (see :func:`map_tensors`): the generic ``reorder_state``."""
     return map_tensors(lambda t: t.index_select(0, index.to(t.device)), obj)
+
+
+# --------------------------------------------------------------------------- the registry
+#
+# The package's own model classes, declared where they are defined: a model
+# module marks each class that a checkpoint may rebuild with
+# ``@register_model(ConfigClass)``, and
+# :func:`minitransformer.training.checkpoint.build_model` builds only classes
+# found in :data:`MODELS` (no name a file gives is ever imported). The
+# package's ``__init__`` imports every model module, so the registry is
+# complete once ``minitransformer`` is imported.
+
+ModelClass = TypeVar("ModelClass", bound=type)
+
+#: ``"module:Class"`` of a model → (the model class, its config class).
+MODELS: dict[str, tuple[type, type]] = {}
+
+
+def qualified_name(cls: type) -> str:
+    """``"module:Class"``: how a checkpoint names a class."""
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+def register_model(config_cls: type) -> Callable[[ModelClass], ModelClass]:
+    """Class decorator: add the model class, built as ``cls(config_cls(**d))``,
+    to :data:`MODELS` (read by checkpoint loading); returns the class unchanged."""
+
+    def register(cls: ModelClass) -> ModelClass:
+        MODELS[qualified_name(cls)] = (cls, config_cls)
+        return cls
+
+    return register

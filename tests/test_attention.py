@@ -278,3 +278,30 @@ def test_fused_attention_runs_bf16_cpu_inputs_in_float32():
     x = torch.randn(2, 4, 5, 8, generator=g)  # float32 inputs: the plain kernel
     torch.testing.assert_close(fused_attention(x, x, x, mask),
                                mt.scaled_dot_product_attention(x, x, x, mask)[0])
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_stacked_linear_equals_each_layer_alone(bias):
+    """One matmul of stacked weights gives each layer's own output (also for
+    layers of different output widths)."""
+    from minitransformer.attention import stacked_linear
+
+    torch.manual_seed(0)
+    layers = [nn.Linear(8, 8, bias=bias), nn.Linear(8, 3, bias=bias), nn.Linear(8, 5, bias=bias)]
+    x = torch.randn(2, 4, 8)
+    outs = stacked_linear(x, *layers)
+    assert [o.shape for o in outs] == [(2, 4, 8), (2, 4, 3), (2, 4, 5)]
+    for out, layer in zip(outs, layers, strict=True):
+        torch.testing.assert_close(out, layer(x))
+
+
+def test_projection_of_a_shared_input_equals_separate_inputs():
+    """``project`` stacks the weights when one tensor is passed as query, key
+    and value (or as key and value): the same as three separate projections."""
+    torch.manual_seed(0)
+    mha = mt.MultiHeadAttention(8, 2)
+    x, m = torch.randn(2, 5, 8), torch.randn(2, 6, 8)
+    for shared, separate in [((x, x, x), (x, x.clone(), x.clone())),
+                             ((x, m, m), (x, m, m.clone()))]:
+        for a, b in zip(mha.project(*shared), mha.project(*separate), strict=True):
+            torch.testing.assert_close(a, b)

@@ -13,6 +13,7 @@ import math
 import pytest
 import sacrebleu
 import torch
+from decoding_helpers import assert_incremental_matches_full
 from torch import Tensor, nn
 
 from minitransformer import Transformer, TransformerConfig
@@ -47,19 +48,6 @@ def random_src(seed: int, batch: int = 6, length: int = 7, vocab: int = 20) -> T
     for i in range(batch):  # ragged lengths: padding at the end
         src[i, length - (i % 3) :] = PAD
     return src
-
-
-def assert_incremental_matches_full(model: nn.Module, src: Tensor, tgt: Tensor) -> None:
-    """The IncrementalDecoder contract: feeding ``tgt`` one token at a time
-    gives the logits of ``model.decode`` on the whole prefix at every step."""
-    with torch.no_grad():
-        mask = model.src_mask(src)
-        memory = model.encode(src, mask)
-        full = model.decode(tgt, memory, mask)  # (B, T, V)
-        state = model.start_decoding(memory, mask)
-        for t in range(tgt.shape[1]):
-            logits, state = model.decode_next(tgt[:, t], state)
-            torch.testing.assert_close(logits, full[:, t], atol=1e-5, rtol=1e-5)
 
 
 # --------------------------------------------------------------------------- interface
@@ -382,6 +370,38 @@ def test_bad_arguments_are_clear_errors():
         greedy_decode(m, random_src(0).float())
     with pytest.raises(TypeError, match="tensor"):
         greedy_decode(m, [[4, 5]])
+
+
+@pytest.mark.parametrize("search", [greedy_decode, beam_search])
+def test_search_ids_outside_the_vocabulary_are_clear_errors(search):
+    m, src = random_model(vocab=20), random_src(0)
+    with pytest.raises(ValueError, match=r"bos_id 20 is outside the target vocabulary \[0, 20\)"):
+        search(m, src, bos_id=20)
+    with pytest.raises(ValueError, match="eos_id must be an int >= 0"):
+        search(m, src, eos_id=-1)
+    with pytest.raises(ValueError, match="banned id 25 is outside the target vocabulary"):
+        search(m, src, banned_ids=[25])
+    with pytest.raises(ValueError, match="ban all 20 ids .* nothing left to generate"):
+        search(m, src, banned_ids=range(20))
+    # leaving one id (EOS) is allowed: every sentence is empty
+    assert search(m, src, max_len=3, banned_ids=[i for i in range(20) if i != EOS]) == [[]] * 6
+
+
+@pytest.mark.parametrize("alpha", [1000.0, -1000.0, float("nan"), float("inf")])
+def test_extreme_length_penalty_is_a_clear_error(alpha):
+    """Before: 1000 raised OverflowError and -1000 ZeroDivisionError mid-search."""
+    m, src = random_model(), random_src(0)
+    with pytest.raises(ValueError, match="length_penalty"):
+        beam_search(m, src, beam_size=2, max_len=20, length_penalty=alpha)
+
+
+def test_moderate_length_penalties_are_accepted():
+    """The bound is on the penalty itself: a negative alpha that keeps it in
+    range runs (and favours short outputs)."""
+    m, src = random_model(), random_src(0, batch=2)
+    for alpha in (-2.0, 0.0, 0.6, 5.0):
+        out = beam_search(m, src, beam_size=2, max_len=6, length_penalty=alpha)
+        assert len(out) == 2 and all(len(hyp) <= 6 for hyp in out)
 
 
 # --------------------------------------------------------------------------- a trained model

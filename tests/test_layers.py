@@ -204,3 +204,94 @@ def test_layer_submodule_names():
     assert {"self_attn", "cross_attn", "ffn", "norm1", "norm2", "norm3"} <= dict(
         dec.named_children()
     ).keys()
+
+
+# --- built from the config; parts from the factories -----------------------------
+
+
+def _config(**kw):
+    base = dict(src_vocab_size=11, tgt_vocab_size=11, d_model=16, num_heads=4, d_ff=24,
+                dropout=0.0, num_encoder_layers=2, num_decoder_layers=3, norm_first=True)
+    return mt.TransformerConfig(**{**base, **kw})
+
+
+@pytest.mark.parametrize("cls", [mt.EncoderLayer, mt.DecoderLayer])
+def test_a_layer_built_from_the_config_equals_one_built_from_sizes(cls):
+    config = _config()
+    torch.manual_seed(0)
+    from_config = cls(config)
+    torch.manual_seed(0)
+    from_sizes = cls(16, 4, d_ff=24, dropout=0.0, norm_first=True)
+    a, b = from_config.state_dict(), from_sizes.state_dict()
+    assert list(a) == list(b)  # same parameters, registered in the same order
+    for name in a:
+        torch.testing.assert_close(a[name], b[name])
+    assert from_config.norm_first and from_config.self_attn.num_heads == 4
+    assert from_config.ffn.linear1.out_features == 24
+
+
+def test_stacks_take_their_depth_from_the_config():
+    config = _config()
+    assert len(mt.Encoder(config).layers) == 2 and len(mt.Decoder(config).layers) == 3
+    assert isinstance(mt.Encoder(config).norm, mt.LayerNorm)  # pre-LN: a final norm
+    assert len(mt.Encoder(4, 16, 2, 24).layers) == 4  # the sizes, as the chapters build it
+
+
+def test_layer_constructor_errors():
+    with pytest.raises(TypeError, match="not both"):
+        mt.EncoderLayer(_config(), d_model=8)
+    with pytest.raises(TypeError, match="at most 5 sizes"):
+        mt.EncoderLayer(16, 4, 24, 0.0, True, 3)
+    with pytest.raises(TypeError, match="d_model given by position and by keyword"):
+        mt.EncoderLayer(16, d_model=16)
+    with pytest.raises(ValueError, match="divisible"):
+        mt.DecoderLayer(d_model=10, num_heads=3)
+
+
+def test_factories_build_what_the_config_names():
+    from minitransformer import factories
+
+    config = _config(positional="learned")
+    assert isinstance(factories.make_norm(config), mt.LayerNorm)
+    assert isinstance(factories.make_feed_forward(config), mt.PositionwiseFeedForward)
+    assert isinstance(factories.make_positional(config), mt.LearnedPositionalEmbedding)
+    assert factories.make_positional(_config(positional="none")).__class__ is (
+        mt.NoPositionalEncoding
+    )
+    # each config field's Literal lists exactly its factory table's kinds
+    import typing
+
+    hints = typing.get_type_hints(mt.TransformerConfig)
+    for field, table in factories.KINDS.items():
+        assert set(typing.get_args(hints[field])) == set(table), field
+
+
+def test_a_new_kind_is_one_table_entry(monkeypatch):
+    """Adding a normalisation is an entry in ``NORMS`` (plus its name in the
+    config's Literal): the layers, stacks and model pick it up unchanged."""
+    from minitransformer import factories
+
+    monkeypatch.setitem(factories.NORMS, "rms", lambda c: nn.RMSNorm(c.d_model))
+    model = mt.Transformer(_config(norm="rms"))
+    norms = [m for m in model.modules() if isinstance(m, nn.RMSNorm)]
+    assert len(norms) == 2 * 2 + 3 * 3 + 2  # every sub-layer, and the two pre-LN final norms
+    assert not any(isinstance(m, mt.LayerNorm) for m in model.modules())
+    # and the interop loaders refuse it: nn.TransformerEncoderLayer has LayerNorms only
+    theirs = nn.TransformerEncoderLayer(16, 4, 24, dropout=0.0, batch_first=True)
+    with pytest.raises(ValueError, match=r"ours.norm1 is a RMSNorm, which torch.nn has no"):
+        mt.load_torch_encoder_layer(mt.EncoderLayer(_config(norm="rms")), theirs)
+
+
+def test_interop_refuses_options_torch_has_no_equivalent_for():
+    theirs = nn.TransformerEncoderLayer(16, 4, 24, dropout=0.0, batch_first=True)
+    ours = mt.EncoderLayer(16, 4, 24)
+    mt.use_relative_positions(ours)
+    with pytest.raises(ValueError, match="self_attn is a RelativeMultiHeadAttention"):
+        mt.load_torch_encoder_layer(ours, theirs)
+    gelu = nn.TransformerEncoderLayer(16, 4, 24, activation="gelu", batch_first=True)
+    with pytest.raises(ValueError, match="activation gelu, ours only ReLU"):
+        mt.load_torch_encoder_layer(mt.EncoderLayer(16, 4, 24), gelu)
+    model = mt.Transformer(_config())
+    model.encoder = mt.ConvEncoder(2, 16, 3, 24, norm_first=True)
+    with pytest.raises(ValueError, match="ours is a ConvEncoder"):
+        mt.load_torch_transformer(model, nn.Transformer(16, 4, 2, 3, 24, batch_first=True))

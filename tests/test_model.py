@@ -160,6 +160,8 @@ def test_config_round_trip():
         (dict(dropout=1.5), "dropout"),
         (dict(share_embeddings=True), "share_embeddings"),
         (dict(positional="rotary"), "positional"),
+        (dict(norm="rmsnorm"), "norm must be one of 'layernorm'"),
+        (dict(feed_forward="swiglu"), "feed_forward must be one of 'relu'"),
         (dict(pad_id=25), "pad_id"),
         (dict(num_encoder_layers=-1), "num_encoder_layers"),
     ],
@@ -186,6 +188,78 @@ def test_input_errors():
         model(src, tgt[:1])
     with pytest.raises(TypeError, match="TransformerConfig"):
         mt.Transformer({"src_vocab_size": 5})
+
+
+def test_entry_points_check_memory_and_masks():
+    """Inner modules compute lean; the entry points still give the friendly errors."""
+    model = mt.Transformer(small_config())
+    src, tgt = torch.randint(1, 20, (2, 5)), torch.randint(1, 22, (2, 4))
+    memory = model.encode(src)
+    with pytest.raises(ValueError, match=r"Decoder.*memory_mask of shape|does not broadcast"):
+        model.decode(tgt, memory, torch.ones(2, 1, 1, 6, dtype=torch.bool))
+    with pytest.raises(ValueError, match=r"key must have shape \(batch, len, d_model=32\)"):
+        model.decode(tgt, memory[..., :16])
+    with pytest.raises(ValueError, match="does not broadcast"):
+        model.encode(src, torch.ones(2, 1, 1, 9, dtype=torch.bool))
+    with pytest.raises(ValueError, match=r"start_decoding.*memory must have shape"):
+        model.start_decoding(memory[..., :16])
+    with pytest.raises(ValueError, match=r"start_decoding.*does not broadcast"):
+        model.start_decoding(memory, torch.ones(2, 1, 1, 6, dtype=torch.bool))
+
+
+def _count_checks(monkeypatch) -> dict[str, int]:
+    """Replace every function of ``minitransformer.checks``, wherever the
+    package imported it, by a wrapper that counts its calls."""
+    import sys
+
+    from minitransformer import checks
+
+    counts: dict[str, int] = {}
+    originals = {name: getattr(checks, name) for name in checks.__all__}
+
+    def counting(name, fn):
+        def wrapper(*args, **kwargs):
+            counts[name] = counts.get(name, 0) + 1
+            return fn(*args, **kwargs)
+
+        return wrapper
+
+    for module_name, module in list(sys.modules.items()):
+        if module_name.split(".")[0] != "minitransformer":
+            continue
+        for name, fn in originals.items():
+            if getattr(module, name, None) is fn:
+                monkeypatch.setattr(module, name, counting(name, fn))
+    return counts
+
+
+def test_arguments_are_checked_once_at_the_entry_points(monkeypatch):
+    """A teacher-forced forward of a 3+3 model checks each input once (its
+    ids' range once: one host read each); a cached 10-step greedy decode
+    checks the source and its mask once and each step's tokens once: no
+    check per layer or per attention, nothing else grows with the steps."""
+
+    def greedy_counts(model, steps):
+        counts.clear()
+        out = mt.greedy_decode(model, src, max_len=steps, banned_ids=[2])  # EOS banned
+        assert [len(row) for row in out] == [steps, steps]
+        return dict(counts)
+
+    deep = mt.Transformer(small_config(num_encoder_layers=3, num_decoder_layers=3)).eval()
+    shallow = mt.Transformer(small_config(num_encoder_layers=1, num_decoder_layers=1)).eval()
+    src, tgt = torch.randint(3, 20, (2, 7)), torch.randint(3, 22, (2, 5))
+    counts = _count_checks(monkeypatch)
+    deep(src, tgt)
+    assert counts == {"check_tokens": 2, "check_token_range": 2}
+    ten = greedy_counts(deep, 10)
+    assert ten["check_attention_inputs"] == 1  # the source mask, by the encoder
+    assert ten["check_token_range"] == 1 and "check_qkv" not in ten
+    assert "check_positions" not in ten
+    five = greedy_counts(deep, 5)
+    assert {k: ten[k] - five.get(k, 0) for k in ten if ten[k] != five.get(k)} == {
+        "check_tokens": 5  # decode_next's tokens, once per step
+    }
+    assert greedy_counts(shallow, 10) == ten  # the same with 1 + 1 layers
 
 
 def test_record_attention_maps_are_row_stochastic():
@@ -347,3 +421,21 @@ def test_copy_task_overfits():
             nxt = model.decode(out, memory, mask)[:, -1].argmax(-1, keepdim=True)
             out = torch.cat([out, nxt], dim=1)
     assert torch.equal(out[:, 1:], src[:8])
+
+
+def test_model_classes_register_themselves_for_checkpoint_loading(tmp_path):
+    """The model modules declare their classes (``@register_model``); a
+    checkpoint written before ``TransformerConfig`` moved to ``config.py``
+    (``config_class`` ``minitransformer.model:TransformerConfig``) still loads."""
+    from minitransformer.seq2seq import MODELS, qualified_name
+    from minitransformer.training.checkpoint import build_model, load_checkpoint, save_checkpoint
+
+    assert MODELS[qualified_name(mt.Transformer)] == (mt.Transformer, mt.TransformerConfig)
+    model = mt.Transformer(small_config()).eval()
+    save_checkpoint(tmp_path / "m.pt", model)
+    ckpt = load_checkpoint(tmp_path / "m.pt")
+    assert ckpt["config_class"] == "minitransformer.config:TransformerConfig"
+    ckpt["config_class"] = "minitransformer.model:TransformerConfig"  # as older files say
+    rebuilt = build_model(ckpt).eval()
+    src, tgt = torch.randint(1, 20, (2, 5)), torch.randint(1, 22, (2, 4))
+    torch.testing.assert_close(rebuilt(src, tgt), model(src, tgt))

@@ -5,6 +5,7 @@ import math
 
 import pytest
 import torch
+from decoding_helpers import assert_incremental_matches_full
 
 import minitransformer as mt
 from minitransformer.variants.relative import (
@@ -160,14 +161,7 @@ def test_cached_decoding_equals_full_decoding(values):
     src[1, 3:] = 0
     tgt = torch.randint(4, 12, (3, 7))
     tgt[:, 0] = 1
-    with torch.no_grad():
-        mask = model.src_mask(src)
-        memory = model.encode(src, mask)
-        full = model.decode(tgt, memory, mask)  # (B, T, V)
-        state = model.start_decoding(memory, mask)
-        for t in range(tgt.shape[1]):
-            logits, state = model.decode_next(tgt[:, t], state)
-            torch.testing.assert_close(logits, full[:, t], atol=1e-5, rtol=1e-5)
+    assert_incremental_matches_full(model, src, tgt)
 
 
 def test_index_with_offset_places_queries_after_the_cached_keys():

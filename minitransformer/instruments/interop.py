@@ -10,14 +10,21 @@ always ends its encoder and decoder with a LayerNorm (``encoder.norm``,
 (``norm_first=True``), so a post-LN ``nn.Transformer`` matches only once its
 two final norms are removed (set to None). Used by the tests (equality with
 PyTorch) and handy for loading a model trained with ``torch.nn``.
+
+Only parts that ``torch.nn`` has can be loaded: a model built with an option
+it has no equivalent for (another ``norm`` or ``feed_forward`` kind, relative
+attention, a convolutional encoder) is refused with a one-line error naming
+the part, as is a ``torch.nn`` layer whose activation is not ReLU.
 """
 
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from ..attention import MultiHeadAttention
+from ..feedforward import PositionwiseFeedForward
 from ..layernorm import LayerNorm
 from ..layers import Decoder, DecoderLayer, Encoder, EncoderLayer
 from ..model import Transformer
@@ -32,9 +39,37 @@ __all__ = [
 ]
 
 
+#: The parts of ours that ``torch.nn``'s Transformer modules have an equivalent for
+#: (exact types: a subclass such as relative attention adds parameters torch lacks).
+_TORCH_EQUIVALENTS = (
+    MultiHeadAttention, PositionwiseFeedForward, LayerNorm, nn.Linear, nn.Dropout,
+    nn.Identity, nn.ModuleList, EncoderLayer, DecoderLayer, Encoder, Decoder,
+)
+
+
+def _check_equivalent(ours: nn.Module, theirs: nn.Module, where: str) -> None:
+    """Every part of ``ours`` must have a ``torch.nn`` equivalent, and a
+    ``torch.nn`` layer's activation must be ReLU (ours has no other)."""
+    for name, module in ours.named_modules():
+        if type(module) not in _TORCH_EQUIVALENTS:
+            part = f"ours.{name}" if name else "ours"
+            raise ValueError(
+                f"{where}: {part} is a {type(module).__name__}, which torch.nn has no "
+                "equivalent for (only LayerNorm, the ReLU feed-forward network and plain "
+                "MultiHeadAttention load)"
+            )
+    activation = getattr(theirs, "activation", F.relu)
+    if activation is not F.relu and not isinstance(activation, nn.ReLU):
+        raise ValueError(
+            f"{where}: theirs uses the activation {getattr(activation, '__name__', activation)}, "
+            "ours only ReLU"
+        )
+
+
 @torch.no_grad()
 def load_torch_attention(ours: MultiHeadAttention, theirs: nn.MultiheadAttention) -> None:
     """Copy an ``nn.MultiheadAttention`` (same ``embed_dim``, ``num_heads``) into ``ours``."""
+    _check_equivalent(ours, theirs, "load_torch_attention")
     if ours.d_model != theirs.embed_dim or ours.num_heads != theirs.num_heads:
         raise ValueError(
             f"load_torch_attention: sizes differ: ours d_model={ours.d_model}, "
@@ -64,6 +99,7 @@ def _load_ffn_and_norms(ours: nn.Module, theirs: nn.Module, norms: tuple[str, ..
 
 def load_torch_encoder_layer(ours: EncoderLayer, theirs: nn.TransformerEncoderLayer) -> None:
     """Copy an ``nn.TransformerEncoderLayer`` (ReLU, same sizes) into ``ours``."""
+    _check_equivalent(ours, theirs, "load_torch_encoder_layer")
     load_torch_attention(ours.self_attn, theirs.self_attn)
     _load_ffn_and_norms(ours, theirs, ("norm1", "norm2"))
 
@@ -71,6 +107,7 @@ def load_torch_encoder_layer(ours: EncoderLayer, theirs: nn.TransformerEncoderLa
 def load_torch_decoder_layer(ours: DecoderLayer, theirs: nn.TransformerDecoderLayer) -> None:
     """Copy an ``nn.TransformerDecoderLayer`` into ``ours`` (their ``multihead_attn``
     is our ``cross_attn``)."""
+    _check_equivalent(ours, theirs, "load_torch_decoder_layer")
     load_torch_attention(ours.self_attn, theirs.self_attn)
     load_torch_attention(ours.cross_attn, theirs.multihead_attn)
     _load_ffn_and_norms(ours, theirs, ("norm1", "norm2", "norm3"))
@@ -78,6 +115,7 @@ def load_torch_decoder_layer(ours: DecoderLayer, theirs: nn.TransformerDecoderLa
 
 @torch.no_grad()
 def _load_stack(ours: Encoder | Decoder, theirs: nn.Module, load_layer, where: str) -> None:
+    _check_equivalent(ours, theirs, where)
     if len(ours.layers) != len(theirs.layers):
         raise ValueError(
             f"{where}: ours has {len(ours.layers)} layers, theirs {len(theirs.layers)}"

@@ -42,9 +42,9 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from ..attention import masked_softmax
-from ..checks import check_token_range, check_tokens
+from ..checks import check_config, check_token_range, check_tokens
 from ..masks import padding_mask
-from ..seq2seq import reorder_tensors
+from ..seq2seq import register_model, reorder_tensors
 from .attention_scorers import AdditiveAttention
 
 __all__ = [
@@ -143,10 +143,7 @@ class _RNNSeq2Seq(nn.Module):
 
     def __init__(self, config: RNNConfig):
         super().__init__()
-        if not isinstance(config, RNNConfig):
-            raise TypeError(
-                f"{type(self).__name__}: expected an RNNConfig, got {type(config).__name__}"
-            )
+        check_config(config, RNNConfig, type(self).__name__)
         self.config = c = config
         self.encoder = RNNEncoder(c)
         self.tgt_embed = nn.Embedding(c.tgt_vocab_size, c.emb_dim, padding_idx=c.pad_id)
@@ -224,6 +221,7 @@ class _RNNSeq2Seq(nn.Module):
         return torch.stack(logits, dim=1)  # (B, T, V)
 
 
+@register_model(RNNConfig)
 class SimpleSeq2Seq(_RNNSeq2Seq):
     """Encoder-decoder whose source summary only initialises the decoder.
 
@@ -249,6 +247,7 @@ class SimpleSeq2Seq(_RNNSeq2Seq):
         return self.generator(self.dropout(h)), {**state, "hidden": h}
 
 
+@register_model(RNNConfig)
 class ContextSeq2Seq(_RNNSeq2Seq):
     """Cho et al.'s encoder-decoder: the same context ``c`` enters every step.
 
@@ -277,6 +276,7 @@ class ContextSeq2Seq(_RNNSeq2Seq):
         return logits, {**state, "hidden": h}
 
 
+@register_model(RNNConfig)
 class AttentionSeq2Seq(_RNNSeq2Seq):
     """Bahdanau et al.'s encoder-decoder with additive attention.
 

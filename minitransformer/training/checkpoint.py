@@ -63,8 +63,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..model import Transformer, TransformerConfig
-from ..rnn.models import AttentionSeq2Seq, ContextSeq2Seq, RNNConfig, SimpleSeq2Seq
+from ..seq2seq import MODELS
+from ..seq2seq import qualified_name as _qualified_name
 from .averaging import ExponentialMovingAverage
 
 __all__ = [
@@ -125,10 +125,6 @@ def _plain(obj: Any) -> Any:
         f"checkpoint: expected a dict, a dataclass or an object with to_dict(), "
         f"got {type(obj).__name__}"
     )
-
-
-def _qualified_name(cls: type) -> str:
-    return f"{cls.__module__}:{cls.__qualname__}"
 
 
 def save_checkpoint(
@@ -313,25 +309,20 @@ def _from_format_1(ckpt: dict, where: str) -> dict:
 
 
 #: The models :func:`build_model` rebuilds: the name stored in a checkpoint's
-#: ``model_class`` (``"module:Class"``) → (model class, its config class).
+#: ``model_class`` (``"module:Class"``) → (model class, its config class), as
+#: the model modules declare them (:func:`minitransformer.seq2seq.register_model`).
 #: Nothing else is ever imported or called on a checkpoint's say-so.
-MODEL_CLASSES: dict[str, tuple[type[nn.Module], type]] = {
-    _qualified_name(model): (model, config)
-    for model, config in [
-        (Transformer, TransformerConfig),
-        (SimpleSeq2Seq, RNNConfig),
-        (ContextSeq2Seq, RNNConfig),
-        (AttentionSeq2Seq, RNNConfig),
-    ]
-}
+MODEL_CLASSES: dict[str, tuple[type[nn.Module], type]] = MODELS
 
-#: Names of these classes before the package's layout change (``rnn.py``
-#: became ``rnn/models.py``), so older checkpoints still load.
+#: Names of these classes before the package's layout changes (``rnn.py``
+#: became ``rnn/models.py``; ``TransformerConfig`` moved to ``config.py``), so
+#: older checkpoints still load.
 _FORMER_NAMES = {
     "minitransformer.rnn:SimpleSeq2Seq": "minitransformer.rnn.models:SimpleSeq2Seq",
     "minitransformer.rnn:ContextSeq2Seq": "minitransformer.rnn.models:ContextSeq2Seq",
     "minitransformer.rnn:AttentionSeq2Seq": "minitransformer.rnn.models:AttentionSeq2Seq",
     "minitransformer.rnn:RNNConfig": "minitransformer.rnn.models:RNNConfig",
+    "minitransformer.model:TransformerConfig": "minitransformer.config:TransformerConfig",
 }
 
 #: How many bytes of tensors a rebuilt model may hold beyond those stored in

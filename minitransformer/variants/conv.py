@@ -26,9 +26,9 @@ import torch
 from torch import Tensor, nn
 
 from ..checks import check_int_at_least, check_sequence
-from ..feedforward import PositionwiseFeedForward
-from ..layernorm import LayerNorm
-from ..layers import residual
+from ..config import config_from
+from ..factories import make_feed_forward, make_norm
+from ..layers import LAYER_SIZES, residual
 
 __all__ = ["ConvEncoderLayer", "ConvEncoder"]
 
@@ -53,6 +53,12 @@ def _keep_mask(mask: Tensor | None, x: Tensor, where: str) -> Tensor | None:
             "(attention masks such as the causal mask do not apply)"
         )
     return mask.unsqueeze(-1).to(x.dtype)  # (B, S, 1)
+
+
+def _config(d_model: int, d_ff: int, dropout: float, norm_first: bool, where: str):
+    """The config the norms and the feed-forward network are made from: these
+    sizes, one head (a convolution has none), other fields at their defaults."""
+    return config_from(d_model, (1, d_ff, dropout, norm_first), {}, LAYER_SIZES, where)
 
 
 class ConvEncoderLayer(nn.Module):
@@ -93,9 +99,10 @@ class ConvEncoderLayer(nn.Module):
         self.conv = nn.Conv1d(
             d_model, d_model, kernel_size, padding=dilation * (kernel_size // 2), dilation=dilation
         )
-        self.ffn = PositionwiseFeedForward(d_model, d_ff, dropout)
-        self.norm1 = LayerNorm(d_model)
-        self.norm2 = LayerNorm(d_model)
+        config = _config(d_model, d_ff, dropout, norm_first, type(self).__name__)
+        self.ffn = make_feed_forward(config)
+        self.norm1 = make_norm(config)
+        self.norm2 = make_norm(config)
         self.dropout1 = nn.Dropout(dropout)
         self.dropout2 = nn.Dropout(dropout)
 
@@ -105,8 +112,8 @@ class ConvEncoderLayer(nn.Module):
             x = x * keep  # padded positions contribute zeros, as beyond the ends
         return self.conv(x.transpose(1, 2)).transpose(1, 2)  # Conv1d wants (B, D, S)
 
-    def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
-        """``(B, S, D)`` → ``(B, S, D)``.
+    def forward(self, x: Tensor, mask: Tensor | None = None, check: bool = True) -> Tensor:
+        """``(B, S, D)`` → ``(B, S, D)`` (``check=False``: the caller checked ``x``).
 
         ``mask``: optional padding mask ``(B, S)`` or ``(B, 1, 1, S)``, True =
         real token (as :func:`~minitransformer.masks.padding_mask` gives). Padded
@@ -115,7 +122,8 @@ class ConvEncoderLayer(nn.Module):
         meaningless.
         """
         where = type(self).__name__
-        check_sequence(x, self.d_model, where)
+        if check:
+            check_sequence(x, self.d_model, where)
         keep = _keep_mask(mask, x, where)  # (B, S, 1) or None
         x = residual(x, lambda h: self._mix(h, keep), self.norm1, self.dropout1, self.norm_first)
         return residual(x, self.ffn, self.norm2, self.dropout2, self.norm_first)
@@ -156,15 +164,20 @@ class ConvEncoder(nn.Module):
             ConvEncoderLayer(d_model, kernel_size, d_ff, dropout, norm_first, dilation_base**i)
             for i in range(num_layers)
         )
-        self.norm = LayerNorm(d_model) if norm_first else nn.Identity()
+        config = _config(d_model, d_ff, dropout, norm_first, type(self).__name__)
+        self.d_model = d_model
+        self.norm = make_norm(config) if norm_first else nn.Identity()
 
     @property
     def receptive_field(self) -> int:
         """Number of input positions that one output position depends on."""
         return 1 + sum((layer.kernel_size - 1) * layer.dilation for layer in self.layers)
 
-    def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
-        """``(B, S, D)`` → ``(B, S, D)``; ``mask`` as in :meth:`ConvEncoderLayer.forward`."""
+    def forward(self, x: Tensor, mask: Tensor | None = None, check: bool = True) -> Tensor:
+        """``(B, S, D)`` → ``(B, S, D)``; ``mask`` and ``check`` as in
+        :meth:`ConvEncoderLayer.forward`."""
+        if check:
+            check_sequence(x, self.d_model, type(self).__name__)
         for layer in self.layers:
-            x = layer(x, mask)
+            x = layer(x, mask, check=False)
         return self.norm(x)
