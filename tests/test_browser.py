@@ -231,6 +231,7 @@ BROKEN_PAGE = r"""<!DOCTYPE html><html><head><meta charset="utf-8">
 <span class="math notranslate nohighlight">\(z\)</span>
 <img src="missing.png"><img src="empty.png">
 <pre>if "google.colab" in sys.modules: pass</pre>
+<pre style="width: 200px">a_code_line_wider_than_its_box = "xxxxxxxxxxxxxxxxxxxx"</pre>
 <div class="solution admonition"><p class="admonition-title">Solution</p>
 <section>Shown from the start.</section></div>
 </article><script>console.error("boom");</script></body></html>
@@ -259,5 +260,60 @@ def test_checks_report_a_broken_page(browser_context, tmp_path):
         "solution 1 is visible before a click",
         "the Colab install cell shows on the page",
         "the language switch leads to nowhere",
+        "code scrolls sideways by",
     ]:
         assert expected in text, f"{expected!r} not reported; got:\n{text}"
+
+
+BROKEN_CHINESE_PAGE = """<!DOCTYPE html><html lang="zh-CN"><head><meta charset="utf-8">
+<script src="reading-zh.js"></script></head>
+<body><button title="Toggle primary sidebar">=</button><article style="width: 300px">
+<p>一个公式<span class="math" style="display: inline-block; width: 100%">x</span>。后面的文字</p>
+<div class="solution admonition"><p class="admonition-title">解答 练习 (Q1)</p></div>
+</article></body></html>
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_checks_report_a_broken_chinese_page(browser_context, tmp_path):
+    """A full stop pushed to the next line after math, English tooltips and a solution title
+    in English word order are reported (the real pages' script, without its translations)."""
+    (tmp_path / "broken.html").write_text(BROKEN_CHINESE_PAGE, encoding="utf-8")
+    (tmp_path / "reading-zh.js").write_text(
+        'document.documentElement.dataset.uiTranslated = "zh";', encoding="utf-8")
+    with bb.serve(tmp_path) as url:
+        report = bb.check_page(browser_context, url + "broken.html")
+    text = "\n".join(report.problems)
+    for expected in ["punctuation starts a line after math: 'x。",
+                     'English on a Chinese page: title="Toggle primary sidebar"',
+                     'solution title "解答 练习 (Q1)"']:
+        assert expected in text, f"{expected!r} not reported; got:\n{text}"
+
+
+@pytest.fixture(scope="session")
+def phone_context(browser_context):
+    context = browser_context.browser.new_context(
+        viewport={"width": bb.PHONE_WIDTH, "height": 844}, is_mobile=True, has_touch=True)
+    yield context
+    context.close()
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@pytest.mark.parametrize("page", PAGES, ids=[p.html.removesuffix(".html") for p in PAGES])
+def test_page_fits_a_phone(page, phone_context, book_url):
+    """At 390 px the page does not scroll sideways and the header's buttons are on screen."""
+    problems = bb.check_phone_layout(phone_context, book_url + page.html)
+    assert not problems, f"{page.html} at {bb.PHONE_WIDTH} px:\n  " + "\n  ".join(problems)
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_phone_check_sees_a_page_too_wide(phone_context, tmp_path):
+    (tmp_path / "wide.html").write_text(
+        '<!DOCTYPE html><html><head><meta name="viewport" content="width=device-width">'
+        '</head><body><div style="width: 600px">wide</div></body></html>', encoding="utf-8")
+    with bb.serve(tmp_path) as url:
+        problems = bb.check_phone_layout(phone_context, url + "wide.html")
+    assert any("scrolls sideways" in p for p in problems), problems

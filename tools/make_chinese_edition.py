@@ -272,6 +272,41 @@ def _with_notice(text: str, page: Page) -> str:
     return "".join(lines[:at]) + "\n" + notice + gap + "".join(lines[at:])
 
 
+#: The Chinese glossary's index by Chinese term, appended to the page after its glossary.
+GLOSSARY_PAGE = "book/glossary"
+TERM_INDEX = """
+## 中文术语索引
+
+按中文术语首字的部首和笔画排列（即汉字在 Unicode 中的顺序）；点击术语跳到它的条目。
+
+{items}
+"""
+_GLOSSARY_BLOCK = re.compile(r"^```\{glossary\}\n(.*?)^```", re.S | re.M)
+
+
+def chinese_terms(glossary: str) -> list[str]:
+    """The Chinese terms of a glossary page's ``{glossary}`` blocks (its term lines, not
+    indented, with a Chinese character in them), sorted by Unicode code point: by radical,
+    then by stroke count, for the characters of the CJK Unified Ideographs block."""
+    terms = set()
+    for block in _GLOSSARY_BLOCK.findall(glossary):
+        for line in block.splitlines():
+            if line and not line[0].isspace() and not line.startswith(":"):
+                if _CJK_CHAR.search(line):
+                    terms.add(line.strip())
+    return sorted(terms)
+
+
+def with_term_index(glossary: str) -> str:
+    """The Chinese glossary page with :data:`TERM_INDEX` after it (nothing added when the
+    page has no Chinese terms yet)."""
+    terms = chinese_terms(glossary)
+    if not terms:
+        return glossary
+    items = " · ".join(f"{{term}}`{term}`" for term in terms)
+    return glossary.rstrip("\n") + "\n" + TERM_INDEX.format(items=items)
+
+
 def _placeholder(page: Page, root: Path) -> str:
     """A chapter not translated yet: its English title, and a link to the English page.
 
@@ -354,6 +389,7 @@ def _chinese_config(root: Path, strings: dict[str, str]) -> str:
 #: Words the Chinese search index keeps whole (jieba's user dictionary), from the glossary.
 SEARCH_WORDS = "_search_words.txt"
 _CJK_TERM = re.compile(r"^[\u3400-\u9fff]+$")
+_CJK_CHAR = re.compile(r"[\u3400-\u9fff]")
 
 
 def search_words(root: Path = ROOT) -> str:
@@ -391,6 +427,8 @@ def expected_files(root: Path = ROOT) -> dict[Path, str]:
             english = (root / page.source).read_text(encoding="utf-8")
             text = chinese_markdown(english, status.translations())
             text = text if status.has_file else _with_notice(text, page)
+            if page.docname == GLOSSARY_PAGE and status.has_file:
+                text = with_term_index(text)
             files[Path(EDITION) / page.source] = MD_NOTE + text
     return files
 
