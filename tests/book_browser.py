@@ -630,11 +630,11 @@ def search(context: BrowserContext, base_url: str, term: str) -> list[str]:
     page.set_default_timeout(PAGE_TIMEOUT_MS)
     try:
         page.goto(f"{base_url}search.html?q={term}", wait_until="load")
+        # Sphinx lists the results one by one and writes the summary ("Search finished, found
+        # N page(s)", or "did not match", in the page's language) once the last is shown.
         page.wait_for_function(
-            "() => { const s = document.querySelector('#search-results');"
-            " return s && (s.querySelector('li') || /did not match|no results/i.test(s.textContent)"
-            " || (s.querySelector('p.search-summary') &&"
-            " !/preparing/i.test(s.querySelector('p.search-summary').textContent))); }"
+            "() => { const s = document.querySelector('#search-results p.search-summary');"
+            " return s && s.textContent.trim() !== ''; }"
         )
         return page.eval_on_selector_all(
             "#search-results li a", "els => els.map(e => e.textContent.trim())")

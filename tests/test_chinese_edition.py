@@ -123,7 +123,12 @@ def test_code_and_outputs_are_the_english_ones(path):
         if en["cell_type"] == "code" and verdicts.is_check_cell("".join(en["source"])):
             _assert_same_check_cell(en, cn)
         elif en["cell_type"] == "code":
-            assert cn == en, f"code cell {en['id']} differs from the English one"
+            # The one change: a figure's alt text, whose Chinese the English cell carries.
+            want = json.loads(json.dumps(en))
+            alt_zh = want["metadata"].get("minitransformer_zh", {}).get("alt")
+            if alt_zh:
+                want["metadata"]["mystnb"]["image"]["alt"] = alt_zh
+            assert cn == want, f"code cell {en['id']} differs from the English one"
         else:
             assert {k: v for k, v in cn.items() if k != "source"} == {
                 k: v for k, v in en.items() if k != "source"}, f"cell {en['id']}: metadata differ"

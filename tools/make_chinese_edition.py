@@ -10,8 +10,10 @@
 One source: everything under ``zh/`` is written by this tool and never
 edited by hand. A Chinese notebook is its English notebook with the text of
 its markdown cells replaced: code cells, their stored outputs, cell ids and
-metadata are copied unchanged (``tests/test_chinese_edition.py`` checks
-this on the files). The only code it may add is :data:`LANGUAGE_CELL`, which
+metadata are copied unchanged, but for a figure's alt text, whose Chinese the
+English cell carries in its metadata (``minitransformer_zh``);
+``tests/test_chinese_edition.py`` checks this on the files. The only code it may
+add is :data:`LANGUAGE_CELL`, which
 makes the checked exercises answer in Chinese; and the only outputs it
 changes are what the check cells print, the checkers' verdicts, which it
 re-runs in Chinese (``tools/exercise_verdicts.py``), so that the page shows
@@ -323,14 +325,31 @@ def uses_exercises(nb) -> bool:
     return any(c.cell_type == "code" and LANGUAGE_CELL_TRIGGER in c.source for c in nb.cells)
 
 
+#: A code cell's metadata key holding the Chinese of its figure's alt text (the English is
+#: myst-nb's ``mystnb.image.alt``): ``{"alt": "..."}``. The Chinese notebook shows it instead.
+ZH_FIGURE_KEY = "minitransformer_zh"
+
+
+def with_chinese_alt(metadata: dict) -> dict:
+    """``metadata`` (changed in place) with ``mystnb.image.alt`` set to its
+    :data:`ZH_FIGURE_KEY` alt text, when it has one."""
+    alt = (metadata.get(ZH_FIGURE_KEY) or {}).get("alt")
+    if alt:
+        metadata.setdefault("mystnb", {}).setdefault("image", {})["alt"] = alt
+    return metadata
+
+
 def chinese_notebook(nb, translations: dict[str, str], source: str):
-    """``nb`` with its markdown cells translated (by cell id) and, in a chapter with checked
+    """``nb`` with its markdown cells translated (by cell id), its figures' alt text in Chinese
+    (:data:`ZH_FIGURE_KEY`) and, in a chapter with checked
     exercises, the language cell added and the check cells' printed verdicts in Chinese
     (:mod:`exercise_verdicts`); everything else unchanged."""
     zh = copy.deepcopy(nb)
     for cell in zh.cells:
         if cell.cell_type == "markdown" and cell.id in translations:
             cell.source = translations[cell.id]
+        if cell.cell_type == "code":
+            with_chinese_alt(cell.metadata)
     if LANGUAGE_CELL is not None and uses_exercises(nb):
         rerun = check_cell_outputs(nb, EDITION)
         for cell in zh.cells:

@@ -5,6 +5,8 @@
 (() => {
   const ZH = {
     "Link to this heading": "链接到本节",
+    "Link to this term": "链接到本术语",
+    "Toggle hidden content": "显示或隐藏内容",
     "Link to this equation": "链接到本公式",
     "Link to this definition": "链接到本定义",
     "Link to this image": "链接到本图",
