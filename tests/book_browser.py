@@ -354,6 +354,26 @@ _PUNCTUATION_STATE = r"""
 }
 """
 
+#: Runs of Chinese characters of the sidebar's book title that are split over two lines.
+_TITLE_STATE = r"""
+() => {
+  const out = [];
+  for (const title of document.querySelectorAll('.logo__title')) {
+    if (!title.offsetParent) continue;
+    const node = title.firstChild;
+    if (!node || node.nodeType !== Node.TEXT_NODE) continue;
+    for (const m of node.data.matchAll(/[\u3400-\u9fff]+/g)) {
+      const range = document.createRange();
+      range.setStart(node, m.index);
+      range.setEnd(node, m.index + m[0].length);
+      const tops = new Set(Array.from(range.getClientRects()).map(r => Math.round(r.top)));
+      if (tops.size > 1) out.push(m[0]);
+    }
+  }
+  return out;
+}
+"""
+
 #: English left in the Chinese edition's interface: tooltips, labels, toggle hints, solution
 #: titles (names such as Colab, GitHub, PDF and the link back to English are allowed).
 _ENGLISH_UI_STATE = r"""
@@ -422,7 +442,10 @@ async () => {
       status = r.status;
       bytes = (await r.arrayBuffer()).byteLength;
     } catch (e) {}
-    out.push({src: img.getAttribute('src'), natural: img.naturalWidth,
+    // A HiDPI ("retina") figure has twice the pixels of the size it is meant to be shown at,
+    // which its width attribute gives.
+    const meant = parseFloat(img.getAttribute('width')) || img.naturalWidth;
+    out.push({src: img.getAttribute('src'), natural: meant,
               shown: img.getBoundingClientRect().width, status, bytes,
               output: !!img.closest('.cell_output, .output')});
   }
@@ -568,6 +591,8 @@ def check_page(
                                        "(book/_ext/reading.py)")
             for text in page.evaluate(_PUNCTUATION_STATE):
                 report.problems.append(f"punctuation starts a line after math: {text!r}")
+            for text in page.evaluate(_TITLE_STATE):
+                report.problems.append(f"the sidebar title breaks inside {text!r}")
             for text in page.evaluate(_ENGLISH_UI_STATE):
                 report.problems.append(f"English on a Chinese page: {text}")
     finally:

@@ -27,6 +27,7 @@ tests skip and say why; the build test still runs.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -267,7 +268,8 @@ def test_checks_report_a_broken_page(browser_context, tmp_path):
 
 BROKEN_CHINESE_PAGE = """<!DOCTYPE html><html lang="zh-CN"><head><meta charset="utf-8">
 <script src="reading-zh.js"></script></head>
-<body><button title="Toggle primary sidebar">=</button><article style="width: 300px">
+<body><button title="Toggle primary sidebar">=</button>
+<p class="logo__title" style="width: 2.5em">中文版</p><article style="width: 300px">
 <p>一个公式<span class="math" style="display: inline-block; width: 100%">x</span>。后面的文字</p>
 <div class="solution admonition"><p class="admonition-title">解答 练习 (Q1)</p></div>
 </article></body></html>
@@ -287,7 +289,8 @@ def test_checks_report_a_broken_chinese_page(browser_context, tmp_path):
     text = "\n".join(report.problems)
     for expected in ["punctuation starts a line after math: 'x。",
                      'English on a Chinese page: title="Toggle primary sidebar"',
-                     'solution title "解答 练习 (Q1)"']:
+                     'solution title "解答 练习 (Q1)"',
+                     "the sidebar title breaks inside '中文版'"]:
         assert expected in text, f"{expected!r} not reported; got:\n{text}"
 
 
@@ -317,3 +320,58 @@ def test_phone_check_sees_a_page_too_wide(phone_context, tmp_path):
     with bb.serve(tmp_path) as url:
         problems = bb.check_phone_layout(phone_context, url + "wide.html")
     assert any("scrolls sideways" in p for p in problems), problems
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_language_switch_keeps_the_section_and_the_query(browser_context, book_url):
+    """From a section of a chapter the switch lands on the same section of the other edition
+    (the anchors differ: the section's place in the page is the same); from the search page
+    it keeps the query."""
+    page = browser_context.new_page()
+    page.set_default_timeout(bb.PAGE_TIMEOUT_MS)
+    try:
+        page.goto(book_url + "notebooks/03_qkv_and_masks.html", wait_until="load")
+        ids = page.eval_on_selector_all("article section[id]", "els => els.map(e => e.id)")
+        assert len(ids) > 3, ids
+        page.goto(book_url + f"notebooks/03_qkv_and_masks.html#{ids[3]}", wait_until="load")
+        with page.expect_navigation(wait_until="load"):
+            page.click("a.edition-switch")
+        assert page.url.split("#")[0] == book_url + "zh/notebooks/03_qkv_and_masks.html"
+        page.wait_for_function("() => location.hash.length > 1")
+        landed = page.evaluate("() => decodeURIComponent(location.hash.slice(1))")
+        zh_ids = page.eval_on_selector_all("article section[id]", "els => els.map(e => e.id)")
+        assert landed == zh_ids[3], (landed, zh_ids[:5])
+
+        page.goto(book_url + "search.html?q=attention", wait_until="load")
+        with page.expect_navigation(wait_until="load"):
+            page.click("a.edition-switch")
+        assert page.url == book_url + "zh/search.html?q=attention"
+    finally:
+        page.close()
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_search_lists_chapters_before_the_glossary(browser_context, book_url):
+    zh_glossary = _title(ZH / "book" / "glossary.md")
+    for base, term, glossary in [(book_url, "positional", "Glossary"),
+                                 (book_url + "zh/", "层归一化", zh_glossary)]:
+        found = bb.search(browser_context, base, term)
+        assert glossary in found, f"{term!r}: the glossary is not listed ({found})"
+        assert found[0] != glossary and not found[0].startswith(glossary), (
+            f"{term!r}: the glossary comes first ({found[:5]})")
+
+
+@pytest.mark.slow
+def test_chinese_sections_have_readable_anchors(book_build):
+    """A Chinese heading's anchor is made of its words (#第-1-部分十二个问题), not #id7."""
+    opaque = {}
+    for page in CHINESE:
+        html = (book_build.html / page.html).read_text(encoding="utf-8")
+        found = re.findall(r'<section id="(id\d+)"', html)
+        if found:
+            opaque[page.html] = found
+    assert not opaque, f"sections whose anchor is an opaque id: {opaque}"
+    ch09 = (book_build.html / "zh/notebooks/09_interview_questions.html").read_text("utf-8")
+    assert re.search(r'<section id="[^"]*[\u4e00-\u9fff][^"]*"', ch09)

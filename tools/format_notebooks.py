@@ -3,6 +3,7 @@
     python tools/format_notebooks.py            # reformat notebooks/*.ipynb in place
     python tools/format_notebooks.py --check    # change nothing; list lines that are too long
     python tools/format_notebooks.py notebooks/03_qkv_and_masks.ipynb
+    python tools/format_notebooks.py --check --outputs  # also stored outputs wider than it
 
 The web page's code column holds :data:`CODE_COLUMNS` characters of the
 theme's monospace font at 1280 px (measured in Chromium on the built book;
@@ -155,6 +156,29 @@ def long_lines(nb, width: int = CODE_COLUMNS) -> list[tuple[int, str]]:
             for line in nb.cells[i].source.splitlines() if len(line) > width]
 
 
+def display_width(text: str) -> int:
+    """Columns ``text`` takes in a monospace font: a wide (East Asian W/F) character two."""
+    import unicodedata
+
+    return sum(2 if unicodedata.east_asian_width(c) in ("W", "F") else 1 for c in text)
+
+
+def wide_outputs(nb, width: int = CODE_COLUMNS) -> list[tuple[int, str]]:
+    """(cell index, line) of every line of stored text output wider than ``width`` columns:
+    the page wraps them (book/_ext/reading.py), but a table or a verdict reads better broken
+    by the code that prints it."""
+    found = []
+    for i, cell in enumerate(nb.cells):
+        for out in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            text = out.get("text") if out.get("output_type") == "stream" else (
+                out.get("data", {}).get("text/plain") if "data" in out else None)
+            if not text or "image/png" in out.get("data", {}):
+                continue
+            text = "".join(text) if isinstance(text, list) else text
+            found += [(i, line) for line in text.splitlines() if display_width(line) > width]
+    return found
+
+
 def format_notebook(path: Path, width: int = CODE_COLUMNS) -> bool:
     """Reformat ``path``'s code cells in place; True when something changed."""
     nb = nbformat.read(path, as_version=4)
@@ -179,6 +203,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("notebooks", nargs="*", type=Path)
     parser.add_argument("--check", action="store_true", help="only list lines too long")
+    parser.add_argument("--outputs", action="store_true",
+                        help="also list stored output lines wider than the column")
     args = parser.parse_args(argv)
     paths = args.notebooks or sorted((ROOT / "notebooks").glob("*.ipynb"))
     too_long = 0
@@ -188,6 +214,10 @@ def main(argv: list[str] | None = None) -> int:
         for i, line in long_lines(nbformat.read(path, as_version=4)):
             too_long += 1
             print(f"{path}: cell {i}: {len(line)} > {CODE_COLUMNS}: {line.strip()[:60]}")
+        if args.outputs:
+            for i, line in wide_outputs(nbformat.read(path, as_version=4)):
+                print(f"{path}: cell {i} output: {display_width(line)} > {CODE_COLUMNS}: "
+                      f"{line.strip()[:60]}")
     return 1 if too_long else 0
 
 
