@@ -49,8 +49,10 @@ CHROMIUM_FLAGS = [
 ]
 #: Where a Chromium or Chrome binary may be; ``MINITRANSFORMER_CHROMIUM`` wins.
 CHROMIUM_CANDIDATES = ["chromium", "chromium-browser", "google-chrome", "google-chrome-stable"]
-#: Milliseconds a page may take to load on a busy 2-core machine.
-PAGE_TIMEOUT_MS = 90_000
+#: Milliseconds a wait may last before it counts as hung. Every wait is for a condition (the
+#: page's load event, MathJax's startup promise, a solution shown): this bounds a page that
+#: never gets there, even on a 2-core machine running a second test suite beside.
+PAGE_TIMEOUT_MS = 600_000
 #: A figure drawn smaller than this fraction of its own pixel width is unreadable.
 MIN_FIGURE_SCALE = 0.5
 
@@ -304,12 +306,102 @@ async () => {
   if (!document.querySelector('.math')) return 'no math';
   if (!document.querySelector('script[src*="mathjax" i]'))
     return 'the page has equations but loads no MathJax';
-  const ready = () => window.MathJax && MathJax.startup && MathJax.startup.promise;
-  // Called once the network is idle: MathJax has loaded by now, or never will.
-  for (let i = 0; i < 150 && !ready(); i++) await new Promise(r => setTimeout(r, 100));
-  if (!ready()) return 'MathJax did not load (15 s after the network went idle)';
+  // Called after the window's load event, which waits for every script of the page to run
+  // or fail: MathJax has started by now, or never will. Then wait for its typesetting.
+  if (!(window.MathJax && MathJax.startup && MathJax.startup.promise))
+    return 'MathJax did not load (its script had not run when the page finished loading)';
   await MathJax.startup.promise;
   return 'ok';
+}
+"""
+
+#: Code blocks, outputs and displayed equations that scroll sideways in the article.
+_OVERFLOW_STATE = r"""
+() => {
+  const article = document.querySelector('article') || document.body;
+  const wide = (el) => el.scrollWidth > el.clientWidth + 1;
+  const show = (el) => el.textContent.trim().split('\n')[0].slice(0, 60);
+  const code = Array.from(article.querySelectorAll('pre')).filter(wide).map(
+    p => ({kind: p.closest('.cell_output, .output') ? 'output' : 'code', text: show(p),
+           over: p.scrollWidth - p.clientWidth}));
+  const math = Array.from(article.querySelectorAll('mjx-container[display="true"]'))
+    .filter(wide).map(m => ({kind: 'equation', text: (m.closest('.math') || m).getAttribute(
+      'id') || show(m.closest('.math') || m), over: m.scrollWidth - m.clientWidth}));
+  return [...code, ...math];
+}
+"""
+
+#: Chinese punctuation that starts a line right after inline math (it must stay with it).
+_PUNCTUATION_STATE = r"""
+() => {
+  const forbidden = /^[，。、；：！？）》」』”’]/;
+  const out = [];
+  for (const math of document.querySelectorAll('article span.math')) {
+    const next = math.nextSibling;
+    if (!next || next.nodeType !== Node.TEXT_NODE || !forbidden.test(next.data)) continue;
+    const range = document.createRange();
+    range.setStart(next, 0);
+    range.setEnd(next, 1);
+    const mark = range.getClientRects()[0];
+    const rects = math.getClientRects();
+    const last = rects[rects.length - 1];
+    if (!mark || !last) continue;
+    if (mark.top >= last.bottom - 1)
+      out.push((math.textContent.trim().slice(0, 30) + next.data.slice(0, 10))
+               .replace(/\s+/g, ' '));
+  }
+  return out;
+}
+"""
+
+#: Runs of Chinese characters of the sidebar's book title that are split over two lines.
+_TITLE_STATE = r"""
+() => {
+  const out = [];
+  for (const title of document.querySelectorAll('.logo__title')) {
+    if (!title.offsetParent) continue;
+    const node = title.firstChild;
+    if (!node || node.nodeType !== Node.TEXT_NODE) continue;
+    for (const m of node.data.matchAll(/[\u3400-\u9fff]+/g)) {
+      const range = document.createRange();
+      range.setStart(node, m.index);
+      range.setEnd(node, m.index + m[0].length);
+      const tops = new Set(Array.from(range.getClientRects()).map(r => Math.round(r.top)));
+      if (tops.size > 1) out.push(m[0]);
+    }
+  }
+  return out;
+}
+"""
+
+#: English left in the Chinese edition's interface: tooltips, labels, toggle hints, solution
+#: titles (names such as Colab, GitHub, PDF and the link back to English are allowed).
+_ENGLISH_UI_STATE = r"""
+() => {
+  const allowed = /\b(minitransformer|Colab|GitHub|PDF|English|Transformer|Ctrl|K)\b/g;
+  const english = (text) => /[A-Za-z]{3,}/.test((text || '').replace(allowed, ''));
+  const out = [];
+  const attrs = ['title', 'aria-label', 'placeholder', 'data-bs-title'];
+  for (const el of document.querySelectorAll('body *')) {
+    if (el.closest('a.edition-switch, pre, code, .cell_output, mjx-container')) continue;
+    const inArticle = el.closest('article');
+    // In the article only the theme's own parts; a citation's title is its reference.
+    if (inArticle && !el.matches('.headerlink, .toggle-button, .toggle-button *, button'))
+      continue;
+    for (const name of attrs) {
+      const value = el.getAttribute(name);
+      if (english(value)) out.push(`${name}="${value}"`);
+    }
+  }
+  const hints = Array.from(document.querySelectorAll('.toggle-button__hint, .summary-text'));
+  for (const hint of hints)
+    if (english(hint.textContent)) out.push(`hint "${hint.textContent.trim()}"`);
+  for (const title of document.querySelectorAll('.solution > .admonition-title')) {
+    const text = title.textContent.trim();
+    if (/^解答/.test(text) || english(text.replace(/[(（][^)）]*[)）]/g, '')))
+      out.push(`solution title "${text}"`);
+  }
+  return out;
 }
 """
 
@@ -350,7 +442,10 @@ async () => {
       status = r.status;
       bytes = (await r.arrayBuffer()).byteLength;
     } catch (e) {}
-    out.push({src: img.getAttribute('src'), natural: img.naturalWidth,
+    // A HiDPI ("retina") figure has twice the pixels of the size it is meant to be shown at,
+    // which its width attribute gives.
+    const meant = parseFloat(img.getAttribute('width')) || img.naturalWidth;
+    out.push({src: img.getAttribute('src'), natural: meant,
               shown: img.getBoundingClientRect().width, status, bytes,
               output: !!img.closest('.cell_output, .output')});
   }
@@ -359,17 +454,16 @@ async () => {
 """
 
 
+_SOLUTION_VISIBLE = """(i) => {
+  const sol = document.querySelectorAll('.solution')[i];
+  const body = sol.querySelector('.solution-content, section') || sol.lastElementChild;
+  const r = body.getBoundingClientRect();
+  return !!(body.offsetParent) && r.height > 0 && getComputedStyle(body).visibility !== 'hidden';
+}"""
+
+
 def _solution_state(page, index: int) -> dict:
-    return page.evaluate(
-        """(i) => {
-          const sol = document.querySelectorAll('.solution')[i];
-          const body = sol.querySelector('.solution-content, section') || sol.lastElementChild;
-          const r = body.getBoundingClientRect();
-          return {visible: !!(body.offsetParent) && r.height > 0 &&
-                           getComputedStyle(body).visibility !== 'hidden'};
-        }""",
-        index,
-    )
+    return {"visible": page.evaluate(_SOLUTION_VISIBLE, index)}
 
 
 def check_page(
@@ -412,12 +506,8 @@ def check_page(
     page.route("**/*", on_route)
     try:
         page.goto(url, wait_until="load")
-        try:
-            page.wait_for_load_state("networkidle")
-        except PlaywrightTimeoutError:
-            report.problems.append(f"network still busy {PAGE_TIMEOUT_MS / 1000:.0f} s after load")
 
-        # Equations.
+        # Equations (waits for MathJax's typesetting, not for a time or an idle network).
         status = page.evaluate(_WAIT_FOR_MATHJAX)
         if status not in ("ok", "no math"):
             report.problems.append(status)
@@ -483,16 +573,64 @@ def check_page(
             toggle = sol.locator("summary, button.toggle-button, .admonition-title").first
             toggle.scroll_into_view_if_needed()
             toggle.click()
-            for _ in range(40):  # the toggle animates; a busy machine is slow
-                page.wait_for_timeout(250)
-                if _solution_state(page, i)["visible"]:
-                    report.solutions += 1
-                    break
-            else:
+            try:  # the toggle animates; wait for the body to show, however slow the machine
+                page.wait_for_function(f"() => ({_SOLUTION_VISIBLE})({i})")
+                report.solutions += 1
+            except PlaywrightTimeoutError:
                 report.problems.append(f"solution {i + 1} did not open on click")
+
+        # Layout: nothing in the article scrolls sideways; Chinese typeset as Chinese.
+        for item in page.evaluate(_OVERFLOW_STATE):
+            report.problems.append(f"{item['kind']} scrolls sideways by {item['over']} px: "
+                                   f"{item['text']!r}")
+        if page.evaluate("() => document.documentElement.lang").lower().startswith("zh"):
+            if page.locator('script[src*="reading-zh"]').count():
+                page.wait_for_function("() => document.documentElement.dataset.uiTranslated")
+            else:
+                report.problems.append("the Chinese page loads no reading-zh.js "
+                                       "(book/_ext/reading.py)")
+            for text in page.evaluate(_PUNCTUATION_STATE):
+                report.problems.append(f"punctuation starts a line after math: {text!r}")
+            for text in page.evaluate(_TITLE_STATE):
+                report.problems.append(f"the sidebar title breaks inside {text!r}")
+            for text in page.evaluate(_ENGLISH_UI_STATE):
+                report.problems.append(f"English on a Chinese page: {text}")
     finally:
         page.close()
     return report
+
+
+#: The width of a phone's screen in CSS pixels.
+PHONE_WIDTH = 390
+
+
+def check_phone_layout(context: BrowserContext, url: str) -> list[str]:
+    """Load ``url`` in ``context`` (a phone-sized viewport) and say what does not fit: the page
+    scrolls sideways, or the header's buttons run past the screen's edge."""
+    page = context.new_page()
+    page.set_default_timeout(PAGE_TIMEOUT_MS)
+    try:
+        page.goto(url, wait_until="load")
+        status = page.evaluate(_WAIT_FOR_MATHJAX)
+        problems = [] if status in ("ok", "no math") else [status]
+        state = page.evaluate("""() => {
+          const root = document.documentElement;
+          const header = Array.from(document.querySelectorAll(
+              '.bd-header-article .btn, .bd-header-article a, .bd-header-article button'))
+            .filter(e => e.offsetParent)
+            .map(e => e.getBoundingClientRect().right);
+          return {scroll: root.scrollWidth, width: root.clientWidth,
+                  header: header.length ? Math.max(...header) : 0};
+        }""")
+        if state["scroll"] > state["width"]:
+            problems.append(f"the page is {state['scroll']} px wide on a {state['width']} px "
+                            "screen (it scrolls sideways)")
+        if state["header"] > state["width"]:
+            problems.append(f"the header's buttons reach {state['header']:.0f} px on a "
+                            f"{state['width']} px screen")
+        return problems
+    finally:
+        page.close()
 
 
 def follow_switch(context: BrowserContext, url: str) -> tuple[str, int, str | None]:
@@ -517,11 +655,11 @@ def search(context: BrowserContext, base_url: str, term: str) -> list[str]:
     page.set_default_timeout(PAGE_TIMEOUT_MS)
     try:
         page.goto(f"{base_url}search.html?q={term}", wait_until="load")
+        # Sphinx lists the results one by one and writes the summary ("Search finished, found
+        # N page(s)", or "did not match", in the page's language) once the last is shown.
         page.wait_for_function(
-            "() => { const s = document.querySelector('#search-results');"
-            " return s && (s.querySelector('li') || /did not match|no results/i.test(s.textContent)"
-            " || (s.querySelector('p.search-summary') &&"
-            " !/preparing/i.test(s.querySelector('p.search-summary').textContent))); }"
+            "() => { const s = document.querySelector('#search-results p.search-summary');"
+            " return s && s.textContent.trim() !== ''; }"
         )
         return page.eval_on_selector_all(
             "#search-results li a", "els => els.map(e => e.textContent.trim())")

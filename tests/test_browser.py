@@ -27,6 +27,7 @@ tests skip and say why; the build test still runs.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -231,6 +232,7 @@ BROKEN_PAGE = r"""<!DOCTYPE html><html><head><meta charset="utf-8">
 <span class="math notranslate nohighlight">\(z\)</span>
 <img src="missing.png"><img src="empty.png">
 <pre>if "google.colab" in sys.modules: pass</pre>
+<pre style="width: 200px">a_code_line_wider_than_its_box = "xxxxxxxxxxxxxxxxxxxx"</pre>
 <div class="solution admonition"><p class="admonition-title">Solution</p>
 <section>Shown from the start.</section></div>
 </article><script>console.error("boom");</script></body></html>
@@ -259,5 +261,117 @@ def test_checks_report_a_broken_page(browser_context, tmp_path):
         "solution 1 is visible before a click",
         "the Colab install cell shows on the page",
         "the language switch leads to nowhere",
+        "code scrolls sideways by",
     ]:
         assert expected in text, f"{expected!r} not reported; got:\n{text}"
+
+
+BROKEN_CHINESE_PAGE = """<!DOCTYPE html><html lang="zh-CN"><head><meta charset="utf-8">
+<script src="reading-zh.js"></script></head>
+<body><button title="Toggle primary sidebar">=</button>
+<p class="logo__title" style="width: 2.5em">中文版</p><article style="width: 300px">
+<p>一个公式<span class="math" style="display: inline-block; width: 100%">x</span>。后面的文字</p>
+<div class="solution admonition"><p class="admonition-title">解答 练习 (Q1)</p></div>
+</article></body></html>
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_checks_report_a_broken_chinese_page(browser_context, tmp_path):
+    """A full stop pushed to the next line after math, English tooltips and a solution title
+    in English word order are reported (the real pages' script, without its translations)."""
+    (tmp_path / "broken.html").write_text(BROKEN_CHINESE_PAGE, encoding="utf-8")
+    (tmp_path / "reading-zh.js").write_text(
+        'document.documentElement.dataset.uiTranslated = "zh";', encoding="utf-8")
+    with bb.serve(tmp_path) as url:
+        report = bb.check_page(browser_context, url + "broken.html")
+    text = "\n".join(report.problems)
+    for expected in ["punctuation starts a line after math: 'x。",
+                     'English on a Chinese page: title="Toggle primary sidebar"',
+                     'solution title "解答 练习 (Q1)"',
+                     "the sidebar title breaks inside '中文版'"]:
+        assert expected in text, f"{expected!r} not reported; got:\n{text}"
+
+
+@pytest.fixture(scope="session")
+def phone_context(browser_context):
+    context = browser_context.browser.new_context(
+        viewport={"width": bb.PHONE_WIDTH, "height": 844}, is_mobile=True, has_touch=True)
+    yield context
+    context.close()
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@pytest.mark.parametrize("page", PAGES, ids=[p.html.removesuffix(".html") for p in PAGES])
+def test_page_fits_a_phone(page, phone_context, book_url):
+    """At 390 px the page does not scroll sideways and the header's buttons are on screen."""
+    problems = bb.check_phone_layout(phone_context, book_url + page.html)
+    assert not problems, f"{page.html} at {bb.PHONE_WIDTH} px:\n  " + "\n  ".join(problems)
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_phone_check_sees_a_page_too_wide(phone_context, tmp_path):
+    (tmp_path / "wide.html").write_text(
+        '<!DOCTYPE html><html><head><meta name="viewport" content="width=device-width">'
+        '</head><body><div style="width: 600px">wide</div></body></html>', encoding="utf-8")
+    with bb.serve(tmp_path) as url:
+        problems = bb.check_phone_layout(phone_context, url + "wide.html")
+    assert any("scrolls sideways" in p for p in problems), problems
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_language_switch_keeps_the_section_and_the_query(browser_context, book_url):
+    """From a section of a chapter the switch lands on the same section of the other edition
+    (the anchors differ: the section's place in the page is the same); from the search page
+    it keeps the query."""
+    page = browser_context.new_page()
+    page.set_default_timeout(bb.PAGE_TIMEOUT_MS)
+    try:
+        page.goto(book_url + "notebooks/03_qkv_and_masks.html", wait_until="load")
+        ids = page.eval_on_selector_all("article section[id]", "els => els.map(e => e.id)")
+        assert len(ids) > 3, ids
+        page.goto(book_url + f"notebooks/03_qkv_and_masks.html#{ids[3]}", wait_until="load")
+        with page.expect_navigation(wait_until="load"):
+            page.click("a.edition-switch")
+        assert page.url.split("#")[0] == book_url + "zh/notebooks/03_qkv_and_masks.html"
+        page.wait_for_function("() => location.hash.length > 1")
+        landed = page.evaluate("() => decodeURIComponent(location.hash.slice(1))")
+        zh_ids = page.eval_on_selector_all("article section[id]", "els => els.map(e => e.id)")
+        assert landed == zh_ids[3], (landed, zh_ids[:5])
+
+        page.goto(book_url + "search.html?q=attention", wait_until="load")
+        with page.expect_navigation(wait_until="load"):
+            page.click("a.edition-switch")
+        assert page.url == book_url + "zh/search.html?q=attention"
+    finally:
+        page.close()
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_search_lists_chapters_before_the_glossary(browser_context, book_url):
+    zh_glossary = _title(ZH / "book" / "glossary.md")
+    for base, term, glossary in [(book_url, "positional", "Glossary"),
+                                 (book_url + "zh/", "层归一化", zh_glossary)]:
+        found = bb.search(browser_context, base, term)
+        assert glossary in found, f"{term!r}: the glossary is not listed ({found})"
+        assert found[0] != glossary and not found[0].startswith(glossary), (
+            f"{term!r}: the glossary comes first ({found[:5]})")
+
+
+@pytest.mark.slow
+def test_chinese_sections_have_readable_anchors(book_build):
+    """A Chinese heading's anchor is made of its words (#第-1-部分十二个问题), not #id7."""
+    opaque = {}
+    for page in CHINESE:
+        html = (book_build.html / page.html).read_text(encoding="utf-8")
+        found = re.findall(r'<section id="(id\d+)"', html)
+        if found:
+            opaque[page.html] = found
+    assert not opaque, f"sections whose anchor is an opaque id: {opaque}"
+    ch09 = (book_build.html / "zh/notebooks/09_interview_questions.html").read_text("utf-8")
+    assert re.search(r'<section id="[^"]*[\u4e00-\u9fff][^"]*"', ch09)

@@ -368,3 +368,23 @@ def test_glossary_gives_a_chinese_term_for_every_entry():
     terms = [t.lower() for ts, _ in entries for t in ts]
     dupes = {t for t in terms if terms.count(t) > 1}
     assert not dupes, f"glossary terms defined twice: {dupes}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_figures_say_what_they_show(path):
+    """Every cell that draws a figure gives it alt text (myst-nb's ``mystnb.image.alt``, a
+    sentence, not a file name) and its Chinese (``minitransformer_zh.alt``) for the Chinese
+    edition (tools/make_chinese_edition.py)."""
+    missing = []
+    for i, cell in enumerate(_load(path).cells):
+        outputs = cell.get("outputs", []) if cell.cell_type == "code" else []
+        if not any("image/png" in o.get("data", {}) or "image/svg+xml" in o.get("data", {})
+                   for o in outputs):
+            continue
+        alt = cell.metadata.get("mystnb", {}).get("image", {}).get("alt", "")
+        alt_zh = cell.metadata.get("minitransformer_zh", {}).get("alt", "")
+        if len(alt.split()) < 5 or re.search(r"\.(png|svg)\b", alt):
+            missing.append(f"cell {i} ({cell.get('id')}): alt text {alt!r}")
+        if not re.search(r"[\u4e00-\u9fff]{5}", alt_zh):
+            missing.append(f"cell {i} ({cell.get('id')}): Chinese alt text {alt_zh!r}")
+    assert not missing, "\n".join(missing)

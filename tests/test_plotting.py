@@ -16,6 +16,7 @@ from minitransformer.instruments.plotting import (  # noqa: E402
     HEATMAP_CMAP,
     STYLE_FILE,
     plot_attention,
+    sharp_inline_figures,
     use_book_style,
 )
 
@@ -119,3 +120,21 @@ def test_position_ticks_cover_every_position_or_an_even_subset():
         assert all(len(range(0, n, s)) > 12 for s in smaller)
     with pytest.raises(ValueError, match="max_ticks"):
         position_ticks(5, max_ticks=0)
+
+
+def test_sharp_inline_figures_only_in_a_kernel(monkeypatch):
+    """In a kernel the inline figures become 2x PNGs; in plain Python nothing is set."""
+    import IPython
+    import matplotlib_inline.backend_inline as inline
+
+    calls = []
+    monkeypatch.setattr(inline, "set_matplotlib_formats", lambda *f: calls.append(f))
+    monkeypatch.setattr(IPython, "get_ipython", lambda: None)
+    assert sharp_inline_figures() is False and calls == []
+
+    class Shell:  # what a Jupyter kernel's shell has and a terminal IPython lacks
+        kernel = object()
+
+    monkeypatch.setattr(IPython, "get_ipython", lambda: Shell())
+    use_book_style()
+    assert calls == [("retina",)]

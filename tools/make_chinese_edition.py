@@ -10,8 +10,10 @@
 One source: everything under ``zh/`` is written by this tool and never
 edited by hand. A Chinese notebook is its English notebook with the text of
 its markdown cells replaced: code cells, their stored outputs, cell ids and
-metadata are copied unchanged (``tests/test_chinese_edition.py`` checks
-this on the files). The only code it may add is :data:`LANGUAGE_CELL`, which
+metadata are copied unchanged, but for a figure's alt text, whose Chinese the
+English cell carries in its metadata (``minitransformer_zh``);
+``tests/test_chinese_edition.py`` checks this on the files. The only code it may
+add is :data:`LANGUAGE_CELL`, which
 makes the checked exercises answer in Chinese; and the only outputs it
 changes are what the check cells print, the checkers' verdicts, which it
 re-runs in Chinese (``tools/exercise_verdicts.py``), so that the page shows
@@ -272,6 +274,41 @@ def _with_notice(text: str, page: Page) -> str:
     return "".join(lines[:at]) + "\n" + notice + gap + "".join(lines[at:])
 
 
+#: The Chinese glossary's index by Chinese term, appended to the page after its glossary.
+GLOSSARY_PAGE = "book/glossary"
+TERM_INDEX = """
+## 中文术语索引
+
+按中文术语首字的部首和笔画排列（即汉字在 Unicode 中的顺序）；点击术语跳到它的条目。
+
+{items}
+"""
+_GLOSSARY_BLOCK = re.compile(r"^```\{glossary\}\n(.*?)^```", re.S | re.M)
+
+
+def chinese_terms(glossary: str) -> list[str]:
+    """The Chinese terms of a glossary page's ``{glossary}`` blocks (its term lines, not
+    indented, with a Chinese character in them), sorted by Unicode code point: by radical,
+    then by stroke count, for the characters of the CJK Unified Ideographs block."""
+    terms = set()
+    for block in _GLOSSARY_BLOCK.findall(glossary):
+        for line in block.splitlines():
+            if line and not line[0].isspace() and not line.startswith(":"):
+                if _CJK_CHAR.search(line):
+                    terms.add(line.strip())
+    return sorted(terms)
+
+
+def with_term_index(glossary: str) -> str:
+    """The Chinese glossary page with :data:`TERM_INDEX` after it (nothing added when the
+    page has no Chinese terms yet)."""
+    terms = chinese_terms(glossary)
+    if not terms:
+        return glossary
+    items = " · ".join(f"{{term}}`{term}`" for term in terms)
+    return glossary.rstrip("\n") + "\n" + TERM_INDEX.format(items=items)
+
+
 def _placeholder(page: Page, root: Path) -> str:
     """A chapter not translated yet: its English title, and a link to the English page.
 
@@ -288,14 +325,31 @@ def uses_exercises(nb) -> bool:
     return any(c.cell_type == "code" and LANGUAGE_CELL_TRIGGER in c.source for c in nb.cells)
 
 
+#: A code cell's metadata key holding the Chinese of its figure's alt text (the English is
+#: myst-nb's ``mystnb.image.alt``): ``{"alt": "..."}``. The Chinese notebook shows it instead.
+ZH_FIGURE_KEY = "minitransformer_zh"
+
+
+def with_chinese_alt(metadata: dict) -> dict:
+    """``metadata`` (changed in place) with ``mystnb.image.alt`` set to its
+    :data:`ZH_FIGURE_KEY` alt text, when it has one."""
+    alt = (metadata.get(ZH_FIGURE_KEY) or {}).get("alt")
+    if alt:
+        metadata.setdefault("mystnb", {}).setdefault("image", {})["alt"] = alt
+    return metadata
+
+
 def chinese_notebook(nb, translations: dict[str, str], source: str):
-    """``nb`` with its markdown cells translated (by cell id) and, in a chapter with checked
+    """``nb`` with its markdown cells translated (by cell id), its figures' alt text in Chinese
+    (:data:`ZH_FIGURE_KEY`) and, in a chapter with checked
     exercises, the language cell added and the check cells' printed verdicts in Chinese
     (:mod:`exercise_verdicts`); everything else unchanged."""
     zh = copy.deepcopy(nb)
     for cell in zh.cells:
         if cell.cell_type == "markdown" and cell.id in translations:
             cell.source = translations[cell.id]
+        if cell.cell_type == "code":
+            with_chinese_alt(cell.metadata)
     if LANGUAGE_CELL is not None and uses_exercises(nb):
         rerun = check_cell_outputs(nb, EDITION)
         for cell in zh.cells:
@@ -354,6 +408,7 @@ def _chinese_config(root: Path, strings: dict[str, str]) -> str:
 #: Words the Chinese search index keeps whole (jieba's user dictionary), from the glossary.
 SEARCH_WORDS = "_search_words.txt"
 _CJK_TERM = re.compile(r"^[\u3400-\u9fff]+$")
+_CJK_CHAR = re.compile(r"[\u3400-\u9fff]")
 
 
 def search_words(root: Path = ROOT) -> str:
@@ -391,6 +446,8 @@ def expected_files(root: Path = ROOT) -> dict[Path, str]:
             english = (root / page.source).read_text(encoding="utf-8")
             text = chinese_markdown(english, status.translations())
             text = text if status.has_file else _with_notice(text, page)
+            if page.docname == GLOSSARY_PAGE and status.has_file:
+                text = with_term_index(text)
             files[Path(EDITION) / page.source] = MD_NOTE + text
     return files
 

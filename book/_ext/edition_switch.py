@@ -11,7 +11,10 @@ says where that root is, seen from its own root, and what the link says::
         edition_switch: {label: 中文, tooltip: ..., lang: zh-CN, root: zh/}
 
 The link (``a.edition-switch``, template ``templates/edition-switch.html``)
-stands first among the article's header buttons of sphinx-book-theme. For
+stands first among the article's header buttons of sphinx-book-theme.
+``static/edition-switch.js`` keeps the search query and the section the reader
+is at when the link is followed (the section by its place in the page: the
+two editions' anchors differ). For
 the Chinese edition this extension also hands Sphinx's Chinese search the
 glossary's terms as a jieba user dictionary (``edition_search_words``, a
 file in the source folder), so that a term such as 多头注意力 is indexed
@@ -23,7 +26,7 @@ from __future__ import annotations
 from pathlib import Path
 
 TEMPLATES = Path(__file__).parent / "templates"
-STATIC = Path(__file__).parent / "static"  # edition-switch.css
+STATIC = Path(__file__).parent / "static"  # edition-switch.css, edition-switch.js
 #: sphinx-book-theme's default ``article_header_end`` (its theme.conf).
 BOOK_THEME_HEADER_END = ["article-header-buttons.html"]
 
@@ -34,6 +37,7 @@ def _configure(app, config) -> None:
     config.templates_path = [*config.templates_path, str(TEMPLATES)]
     config.html_static_path = [*config.html_static_path, str(STATIC)]
     app.add_css_file("edition-switch.css")
+    app.add_js_file("edition-switch.js")
     options = dict(config.html_theme_options or {})
     end = list(options.get("article_header_end") or BOOK_THEME_HEADER_END)
     if "edition-switch.html" not in end:

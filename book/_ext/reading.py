@@ -1,0 +1,167 @@
+"""How the book's pages read: code that fits its column, Chinese typeset as Chinese.
+
+- ``reading.css`` (screen): a code or output line longer than the text
+  column wraps (``white-space: pre-wrap``) instead of being cut or scrolled
+  sideways (``tools/format_notebooks.py`` formats the code cells to the
+  column; what it cannot break, a long docstring line or a printed table,
+  wraps); a displayed equation wider than the column scrolls rather than
+  being cut; on a phone the article header's buttons fit the screen; the
+  sidebar title does not break inside a Chinese word.
+- Search (``search-scorer.js``): the glossary's entries rank after the chapters'
+  text (Sphinx ranks a glossary term, an index entry, above any page's text).
+- In the Chinese edition (``language: zh_CN``):
+
+  * an inline equation and the Chinese punctuation right after it
+    (``$x$。``) are held together (``span.nobr``), so a line never starts
+    with a full stop, comma or 、;
+  * sphinx-togglebutton's hints ("Click to show" / "Click to hide") are set in
+    Chinese, and ``reading-zh.js`` puts the theme's tooltips and labels that
+    Sphinx leaves in English ("Link to this heading", "Toggle primary
+    sidebar", ...) in Chinese, then marks ``<html data-ui-translated="zh">``;
+  * a section whose heading is Chinese gets a readable anchor
+    (``#第-1-部分十二个问题``, not ``#id7``);
+  * sphinx-exercise's solution title reads "练习 (Q1) 的解答" (Chinese puts
+    "of the exercise" first), not "解答 练习 (Q1)".
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from docutils import nodes
+from sphinx.transforms.post_transforms import SphinxPostTransform
+
+STATIC = Path(__file__).parent / "static"
+#: Punctuation that must not start a line in Chinese text (GB/T 15834; JIS X 4051 kinsoku).
+NO_LINE_START = "，。、；：！？）》」』”’〕】…,.;:!?)"
+#: sphinx-togglebutton's hints in Chinese.
+TOGGLE_HINTS = {"togglebutton_hint": "点击显示", "togglebutton_hint_hide": "点击隐藏"}
+_LEADING = re.compile(f"^[{re.escape(NO_LINE_START)}]+")
+
+
+def is_chinese(config) -> bool:
+    return (config.language or "").lower().startswith("zh")
+
+
+_CJK = re.compile(r"[\u3400-\u9fff]")
+_NOT_IN_SLUG = re.compile(r"[^\w\u3400-\u9fff-]+")
+
+
+def heading_slug(title: str) -> str:
+    """A readable anchor for a heading with Chinese in it: its words, lower case, joined by
+    hyphens, Chinese characters kept ("第 1 部分：十二个问题" -> "第-1-部分十二个问题")."""
+    words = (_NOT_IN_SLUG.sub("", word) for word in title.lower().split())
+    return "-".join(word for word in words if word)
+
+
+def readable_section_ids(app, doctree: nodes.document) -> None:
+    """Give each section whose heading has Chinese in it a readable first id (docutils
+    makes ``id7`` of a heading with no ASCII letters); its old ids stay as well, so links
+    to them still work. Runs before Sphinx collects the page's table of contents."""
+    if not is_chinese(app.config):
+        return
+    for section in doctree.findall(nodes.section):
+        title = section.next_node(nodes.title)
+        if title is None or not _CJK.search(title.astext()):
+            continue
+        slug = heading_slug(title.astext())
+        if not slug or slug in section["ids"]:
+            continue
+        base, n = slug, 1
+        while slug in doctree.ids:
+            n += 1
+            slug = f"{base}-{n}"
+        section["ids"].insert(0, slug)
+        doctree.ids[slug] = section
+
+
+def _configure(app, config) -> None:
+    config.html_static_path = [*config.html_static_path, str(STATIC)]
+    app.add_css_file("reading.css")
+    if not config.html_search_scorer:
+        config.html_search_scorer = str(STATIC / "search-scorer.js")
+    if is_chinese(config):
+        app.add_js_file("reading-zh.js")
+        for name, text in TOGGLE_HINTS.items():
+            if name in config.values:
+                config[name] = text
+
+
+def keep_punctuation_with_math(doctree: nodes.Node) -> int:
+    """Wrap each inline ``math`` node and the line-start-forbidden punctuation that follows it
+    in ``inline(classes=["nobr"])``; return how many were wrapped."""
+    wrapped = 0
+    for math in list(doctree.findall(nodes.math)):
+        parent = math.parent
+        if parent is None:
+            continue
+        index = parent.index(math)
+        if index + 1 >= len(parent.children):
+            continue
+        after = parent.children[index + 1]
+        if not isinstance(after, nodes.Text):
+            continue
+        found = _LEADING.match(str(after))
+        if not found:
+            continue
+        punctuation, rest = found.group(0), str(after)[found.end():]
+        holder = nodes.inline(classes=["nobr"])
+        parent.remove(math)
+        holder += math
+        holder += nodes.Text(punctuation)
+        parent.insert(index, holder)
+        parent.remove(after)
+        if rest:
+            parent.insert(index + 1, nodes.Text(rest))
+        wrapped += 1
+    return wrapped
+
+
+class ChinesePunctuationAfterMath(SphinxPostTransform):
+    """:func:`keep_punctuation_with_math` on the pages of a Chinese edition."""
+
+    default_priority = 900
+    formats = ("html",)
+
+    def run(self, **kwargs) -> None:
+        if is_chinese(self.config):
+            keep_punctuation_with_math(self.document)
+
+
+class ChineseSolutionTitle(SphinxPostTransform):
+    """"解答 练习 (Q1)" -> "练习 (Q1) 的解答": runs after sphinx-exercise's title transforms."""
+
+    default_priority = 30
+
+    def run(self, **kwargs) -> None:
+        if not is_chinese(self.config):
+            return
+        try:
+            from sphinx_exercise.nodes import solution_node, translate
+        except ImportError:
+            return
+        word = str(translate("Solution to"))
+        for node in self.document.findall(solution_node):
+            title = node.children[0] if node.children else None
+            if not isinstance(title, nodes.title) or len(title.children) < 2:
+                continue
+            first, reference = title.children[0], title.children[1]
+            if not (isinstance(first, nodes.Text) and str(first) == word):
+                continue
+            title.remove(first)
+            if reference.children and isinstance(reference.children[0], nodes.Text):
+                reference.replace(reference.children[0],
+                                  nodes.Text(str(reference.children[0]).lstrip()))
+            title += nodes.Text(f" 的{word}")
+            node["title"] = title.astext()
+
+
+def setup(app) -> dict:
+    # Before sphinx-togglebutton writes its hints into the page (its own config-inited).
+    app.connect("config-inited", _configure, priority=100)
+    # Before Sphinx's table-of-contents collector (priority 500) reads the sections' ids.
+    app.connect("doctree-read", readable_section_ids, priority=400)
+    app.add_post_transform(ChineseSolutionTitle)
+    app.add_post_transform(ChinesePunctuationAfterMath)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
