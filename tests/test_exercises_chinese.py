@@ -19,7 +19,13 @@ from exercise_helpers import flat, run_checker
 from test_exercises import CATALOGUES
 
 import minitransformer.exercises as ex
-from minitransformer.exercises._text import NO_LINE_END, NO_LINE_START, text_width, wrap
+from minitransformer.exercises._text import (
+    NO_LINE_END,
+    NO_LINE_START,
+    VERDICT_WIDTH,
+    text_width,
+    wrap,
+)
 from minitransformer.exercises.locales.en import MESSAGES as ENGLISH
 from minitransformer.exercises.locales.zh import MESSAGES as CHINESE
 
@@ -50,7 +56,7 @@ def _params():
                          id=c.__name__) for c in CHECKERS]
 
 
-def _fits(out: str, width: int = 88) -> None:
+def _fits(out: str, width: int = VERDICT_WIDTH) -> None:
     for line in out.splitlines():
         assert text_width(line) <= width, f"{text_width(line)} columns: {line}"
 

@@ -17,7 +17,7 @@ from exercise_helpers import flat, run_checker
 
 import minitransformer.exercises as ex
 from minitransformer.exercises import _messages
-from minitransformer.exercises._text import text_width
+from minitransformer.exercises._text import VERDICT_WIDTH, text_width
 
 
 def _split(x, num_heads, strided=False):
@@ -233,7 +233,7 @@ def test_the_verdict_names_the_real_mistake(checker, fn, hint, not_said, lang, c
     assert flat(messages[hint]) in flat(out), f"expected {hint!r} ({lang}), got:\n{out}"
     for wrong in not_said:
         assert flat(messages[wrong]) not in flat(out), f"blamed {wrong!r}:\n{out}"
-    assert all(text_width(line) <= 88 for line in out.splitlines()), out
+    assert all(text_width(line) <= VERDICT_WIDTH for line in out.splitlines()), out
 
 
 def test_the_float32_multiplied_table_differs_from_the_float64_one():

@@ -104,7 +104,7 @@ ids such as ``"sdpa.hint.no_scale"`` to text with ``str.format`` fields
 text; nothing else changes. An id the new module lacks is printed in
 English, and the tests check that every id it has exists in English with the
 same fields (and, for the complete languages, that every English id is
-translated). Verdicts are wrapped to 88 columns at spaces and, in text
+translated). Verdicts are wrapped to 76 columns (the book's code column) at spaces and, in text
 written without spaces such as Chinese, between characters, a Chinese
 character counting two columns (:mod:`~minitransformer.exercises._text`), so
 messages need no line breaks of their own.

@@ -18,7 +18,11 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["char_width", "text_width", "wrap"]
+__all__ = ["VERDICT_WIDTH", "char_width", "text_width", "wrap"]
+
+#: Columns a verdict is wrapped to: the book's code column shows about 77
+#: characters at 1280 px (a CJK character counts as two columns).
+VERDICT_WIDTH = 76
 
 #: Characters a line may not start with (closing punctuation, Chinese and ASCII).
 NO_LINE_START = frozenset("，。、；：？！）》」』”’〉】…·,.;:?!)]}%")
@@ -81,7 +85,7 @@ def _fill(line: str, width: int, initial: str, subsequent: str) -> str:
     return "\n".join(lines)
 
 
-def wrap(text: str, width: int = 88, first: str = "") -> str:
+def wrap(text: str, width: int = VERDICT_WIDTH, first: str = "") -> str:
     """Wrap each line of a verdict to ``width`` columns; ``first`` starts the
     first line, and every other line (wrapped or not) is indented by three
     spaces."""
