@@ -251,13 +251,23 @@ class MultiHeadAttention(nn.Module):
         if self.fused and not (need_weights or self.record_weights):
             out, weights = fused_attention(q, k, v, mask, p), None  # (B, H, Lq, Dh)
         else:
-            weights = masked_softmax(self.score(q, k), mask)  # (B, H, Lq, Lk)
-            out = self.combine(F.dropout(weights, p) if p > 0 else weights, v)
-            if self.record_weights:
-                self.last_weights = weights.detach()
+            out, weights = self.attend(q, k, v, mask, p)  # the readable path
         b, _, lq, _ = q.shape
         out = out.transpose(1, 2).reshape(b, lq, self.d_model)  # (B, Lq, D): heads side by side
         return self.w_o(out), (weights if need_weights else None)
+
+    def attend(
+        self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dropout_p: float
+    ) -> tuple[Tensor, Tensor]:
+        """The readable path, ``combine(masked_softmax(score(q, k)), v)``:
+        ``(B, H, Lq, Dh)``, ``(B, H, Lk, Dh)`` x2 → output ``(B, H, Lq, Dh)``
+        and weights ``(B, H, Lq, Lk)`` (before dropout; kept in
+        ``last_weights`` when ``record_weights``)."""
+        weights = masked_softmax(self.score(q, k), mask)  # (B, H, Lq, Lk)
+        out = self.combine(F.dropout(weights, dropout_p) if dropout_p > 0 else weights, v)
+        if self.record_weights:
+            self.last_weights = weights.detach()
+        return out, weights
 
     def score(self, q: Tensor, k: Tensor) -> Tensor:
         """Attention scores ``q kᵀ / √Dh``: ``(B, H, Lq, Dh)``, ``(B, H, Lk, Dh)``

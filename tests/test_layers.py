@@ -291,6 +291,11 @@ def test_interop_refuses_options_torch_has_no_equivalent_for():
     gelu = nn.TransformerEncoderLayer(16, 4, 24, activation="gelu", batch_first=True)
     with pytest.raises(ValueError, match="activation gelu, ours only ReLU"):
         mt.load_torch_encoder_layer(mt.EncoderLayer(16, 4, 24), gelu)
+    extra = mt.EncoderLayer(16, 4, 24)
+    extra.self_attn.add_module("q_norm", mt.LayerNorm(4))  # a part inside a known one
+    # attention 4·(16·16 + 16), FFN 16·24 + 24 + 24·16 + 16, two norms 2·32: 1,960; q_norm 8 more
+    with pytest.raises(ValueError, match="ours has 1968 parameters and theirs 1960"):
+        mt.load_torch_encoder_layer(extra, theirs)
     model = mt.Transformer(_config())
     model.encoder = mt.ConvEncoder(2, 16, 3, 24, norm_first=True)
     with pytest.raises(ValueError, match="ours is a ConvEncoder"):

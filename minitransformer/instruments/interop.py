@@ -47,9 +47,11 @@ _TORCH_EQUIVALENTS = (
 )
 
 
-def _check_equivalent(ours: nn.Module, theirs: nn.Module, where: str) -> None:
+def _check_equivalent(ours: nn.Module, theirs: nn.Module, where: str, count: bool = False) -> None:
     """Every part of ``ours`` must have a ``torch.nn`` equivalent, and a
-    ``torch.nn`` layer's activation must be ReLU (ours has no other)."""
+    ``torch.nn`` layer's activation must be ReLU (ours has no other); with
+    ``count`` (a whole layer) both must hold as many parameters, so that a
+    part added inside a known one (a per-layer option) cannot be left out."""
     for name, module in ours.named_modules():
         if type(module) not in _TORCH_EQUIVALENTS:
             part = f"ours.{name}" if name else "ours"
@@ -64,6 +66,13 @@ def _check_equivalent(ours: nn.Module, theirs: nn.Module, where: str) -> None:
             f"{where}: theirs uses the activation {getattr(activation, '__name__', activation)}, "
             "ours only ReLU"
         )
+    if count:
+        mine, other = (sum(p.numel() for p in m.parameters()) for m in (ours, theirs))
+        if mine != other:
+            raise ValueError(
+                f"{where}: ours has {mine} parameters and theirs {other}: ours has an option "
+                "or a size torch.nn's layer lacks"
+            )
 
 
 @torch.no_grad()
@@ -99,7 +108,7 @@ def _load_ffn_and_norms(ours: nn.Module, theirs: nn.Module, norms: tuple[str, ..
 
 def load_torch_encoder_layer(ours: EncoderLayer, theirs: nn.TransformerEncoderLayer) -> None:
     """Copy an ``nn.TransformerEncoderLayer`` (ReLU, same sizes) into ``ours``."""
-    _check_equivalent(ours, theirs, "load_torch_encoder_layer")
+    _check_equivalent(ours, theirs, "load_torch_encoder_layer", count=True)
     load_torch_attention(ours.self_attn, theirs.self_attn)
     _load_ffn_and_norms(ours, theirs, ("norm1", "norm2"))
 
@@ -107,7 +116,7 @@ def load_torch_encoder_layer(ours: EncoderLayer, theirs: nn.TransformerEncoderLa
 def load_torch_decoder_layer(ours: DecoderLayer, theirs: nn.TransformerDecoderLayer) -> None:
     """Copy an ``nn.TransformerDecoderLayer`` into ``ours`` (their ``multihead_attn``
     is our ``cross_attn``)."""
-    _check_equivalent(ours, theirs, "load_torch_decoder_layer")
+    _check_equivalent(ours, theirs, "load_torch_decoder_layer", count=True)
     load_torch_attention(ours.self_attn, theirs.self_attn)
     load_torch_attention(ours.cross_attn, theirs.multihead_attn)
     _load_ffn_and_norms(ours, theirs, ("norm1", "norm2", "norm3"))
