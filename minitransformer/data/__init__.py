@@ -22,6 +22,7 @@ from .multi30k import (
     download_file,
     load_multi30k,
 )
+from .multi30k import __all__ as _multi30k_names
 from .prepare import TOKENIZER_KINDS, build_tokenizers, build_vocabs, encode_pairs, tokenize_pairs
 from .subword import SubwordTokenizer
 from .synthetic import SPLITS, SYNTHETIC_TASKS, make_synthetic, split_of, synthetic_vocab_size
@@ -54,16 +55,7 @@ __all__ = [
     "make_synthetic",
     "split_of",
     "synthetic_vocab_size",
-    "MULTI30K_URL",
-    "MULTI30K_SHA256",
-    "MULTI30K_SPLITS",
-    "MULTI30K_LANGS",
-    "DatasetNotFoundError",
-    "DownloadError",
-    "CorpusError",
-    "default_cache_dir",
-    "download_file",
-    "load_multi30k",
+    *_multi30k_names,
     "tokenize_pairs",
     "build_vocabs",
     "TOKENIZER_KINDS",

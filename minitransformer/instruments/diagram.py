@@ -31,6 +31,18 @@ def _box(ax: Axes, x: float, y: float, w: float, h: float, text: str, color: str
     ax.text(x, y, text, ha="center", va="center", fontsize=8)
 
 
+def _inputs_and_frame(ax: Axes, c: TransformerConfig, x: float, ids: str, length: str,
+                      height: float, w: float = 3.4, h: float = 0.55) -> None:
+    """A stack's input boxes (ids, embedding, positions) and the dashed frame
+    of ``height`` around its layers, from y = 3.1 up."""
+    _box(ax, x, 0.6, w, h, ids, "white")
+    _box(ax, x, 1.5, w, h, f"embedding ·√{c.d_model}  (B, {length}, {c.d_model})", _EMB)
+    _box(ax, x, 2.4, w, h, f"+ {c.positional} positions", _EMB)
+    ax.add_patch(FancyBboxPatch((x - w / 2 - 0.25, 3.1), w + 0.5, height,
+                                boxstyle="round,pad=0.05", facecolor="none",
+                                edgecolor="grey", linestyle="--"))
+
+
 def _arrow(ax: Axes, start: tuple[float, float], end: tuple[float, float], **kw) -> None:
     ax.add_patch(
         FancyArrowPatch(
@@ -68,20 +80,7 @@ def draw_architecture(config: TransformerConfig | None = None, ax: Axes | None =
 
     # encoder (left)
     ex = 2.5
-    _box(ax, ex, 0.6, w, h, "source ids (B, S)", "white")
-    _box(ax, ex, 1.5, w, h, f"embedding ·√{c.d_model}  (B, S, {c.d_model})", _EMB)
-    _box(ax, ex, 2.4, w, h, f"+ {c.positional} positions", _EMB)
-    ax.add_patch(
-        FancyBboxPatch(
-            (ex - w / 2 - 0.25, 3.1),
-            w + 0.5,
-            3.7,
-            boxstyle="round,pad=0.05",
-            facecolor="none",
-            edgecolor="grey",
-            linestyle="--",
-        )
-    )
+    _inputs_and_frame(ax, c, ex, "source ids (B, S)", "S", 3.7)
     ax.text(
         ex - w / 2 - 0.35, 4.95, f"{c.num_encoder_layers}×", ha="right", va="center", fontsize=11
     )
@@ -100,20 +99,7 @@ def draw_architecture(config: TransformerConfig | None = None, ax: Axes | None =
 
     # decoder (right)
     dx = 7.5
-    _box(ax, dx, 0.6, w, h, "target ids, shifted right (B, T)", "white")
-    _box(ax, dx, 1.5, w, h, f"embedding ·√{c.d_model}  (B, T, {c.d_model})", _EMB)
-    _box(ax, dx, 2.4, w, h, f"+ {c.positional} positions", _EMB)
-    ax.add_patch(
-        FancyBboxPatch(
-            (dx - w / 2 - 0.25, 3.1),
-            w + 0.5,
-            5.5,
-            boxstyle="round,pad=0.05",
-            facecolor="none",
-            edgecolor="grey",
-            linestyle="--",
-        )
-    )
+    _inputs_and_frame(ax, c, dx, "target ids, shifted right (B, T)", "T", 5.5)
     ax.text(
         dx + w / 2 + 0.35, 5.85, f"×{c.num_decoder_layers}", ha="left", va="center", fontsize=11
     )

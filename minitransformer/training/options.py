@@ -32,8 +32,9 @@ from .config import TrainConfig
 from .device import AMP_MODES
 from .schedule import SCHEDULES
 
-__all__ = ["number", "flag", "config_fields", "add_config_flags", "config_from_args",
-           "HELP", "RENAMED", "INVERTED", "SET_BY_CALLER", "MODEL_CONFIG", "TRAIN_CONFIG"]
+__all__ = ["number", "flag", "field_default", "config_fields", "add_config_flags",
+           "config_from_args", "HELP", "RENAMED", "INVERTED", "SET_BY_CALLER",
+           "MODEL_CONFIG", "TRAIN_CONFIG"]
 
 #: The classes ``train`` builds (module attributes, read at each call, so a
 #: test can put a subclass with one more field in their place).
@@ -157,6 +158,15 @@ def flag(name: str) -> str:
     return INVERTED.get(name) or RENAMED.get(name) or "--" + name.replace("_", "-")
 
 
+def field_default(f: dataclasses.Field) -> Any:
+    """A dataclass field's default value (its factory called), or None if it has none."""
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return None
+
+
 def config_fields(config_class: type) -> list[tuple[dataclasses.Field, Any]]:
     """``(field, resolved type)`` of the fields of ``config_class`` that get a flag."""
     hints = typing.get_type_hints(config_class)
@@ -200,14 +210,7 @@ def add_config_flags(group: argparse._ActionsContainer, config_class: type,
     for f, hint in config_fields(config_class):
         if not only(f.name):
             continue
-        if f.name in defaults:
-            default = defaults[f.name]
-        elif f.default is not dataclasses.MISSING:
-            default = f.default
-        elif f.default_factory is not dataclasses.MISSING:
-            default = f.default_factory()
-        else:
-            default = None
+        default = defaults[f.name] if f.name in defaults else field_default(f)
         group.add_argument(flag(f.name), dest=f.name, **_kwargs(f.name, hint, default))
 
 

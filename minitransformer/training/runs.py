@@ -35,6 +35,8 @@ from typing import Any
 
 import torch
 
+from .options import field_default
+
 try:
     import fcntl
 except ImportError:  # Windows: no lock (one train per folder is then the user's care)
@@ -254,14 +256,7 @@ def config_differences(stored: Mapping[str, Any] | None, wanted: Any,
     for f in dataclasses.fields(wanted):
         if f.name in ignore:
             continue
-        if f.name in stored:
-            old = stored.pop(f.name)
-        elif f.default is not dataclasses.MISSING:
-            old = f.default
-        elif f.default_factory is not dataclasses.MISSING:
-            old = f.default_factory()
-        else:
-            old = None
+        old = stored.pop(f.name) if f.name in stored else field_default(f)
         new = getattr(wanted, f.name)
         if (list(old) if isinstance(old, (tuple, list)) else old) != (
                 list(new) if isinstance(new, (tuple, list)) else new):
