@@ -132,7 +132,8 @@ class Transformer(nn.Module):
             self._check_tokens(src, "src", self.config.src_vocab_size)
         if src_mask is None:
             src_mask = self.src_mask(src)
-        x = self.src_pos(self.src_embed(src) * math.sqrt(self.config.d_model), check=False)
+        embedded = self.src_embed(src) * math.sqrt(self.config.d_model)
+        x = self.src_pos(embedded, check=False)  # (B, S, D)
         return self.encoder(x, src_mask, check=check)  # (B, S, D)
 
     def decode(

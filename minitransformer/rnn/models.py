@@ -311,14 +311,20 @@ class AttentionSeq2Seq(_RNNSeq2Seq):
         )
         return state
 
-    def _step(self, y: Tensor, state: dict) -> tuple[Tensor, Tensor, Tensor]:
-        """Embedded tokens ``(B, M)`` → logits ``(B, V)``, hidden ``(B, H)``, weights ``(B, S)``."""
+    def _step(
+        self, y: Tensor, state: dict
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        """Embedded tokens ``(B, M)`` → logits ``(B, V)``,
+        hidden ``(B, H)``, weights ``(B, S)``."""
         h = state["hidden"]
-        scores = self.attention.score_projected(h[:, None], state["keys"])  # (B, 1, S)
-        weights = masked_softmax(scores, state["mask"][:, None])  # (B, 1, S)
+        # (B, 1, S)
+        scores = self.attention.score_projected(h[:, None], state["keys"])
+        # (B, 1, S)
+        weights = masked_softmax(scores, state["mask"][:, None])
         context = (weights @ state["memory"])[:, 0]  # (B, E)
         h = self.cell(torch.cat([y, context], dim=-1), h)  # (B, H)
-        logits = self.generator(self.dropout(torch.cat([h, y, context], dim=-1)))
+        features = torch.cat([h, y, context], dim=-1)
+        logits = self.generator(self.dropout(features))
         return logits, h, weights[:, 0]
 
     def decode_next(self, tokens: Tensor, state: dict) -> tuple[Tensor, dict]:
