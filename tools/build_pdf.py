@@ -56,6 +56,9 @@ CHROMIUM_CANDIDATES = ["chromium", "chromium-browser", "google-chrome", "google-
 #: Page margins, as in book-print.css's @page (the footer with the page number sits in the
 #: bottom one).
 MARGINS = {"top": "16mm", "right": "16mm", "bottom": "18mm", "left": "16mm"}
+#: The text column's width in CSS pixels (A4 less the side margins, at 96 per inch): the
+#: page is laid out at this width before a display equation wider than it is scaled down.
+COLUMN_PX = round((210 - 16 - 16) / 25.4 * 96)
 #: Milliseconds Chromium may take to load, typeset or print the whole book: a limit for a
 #: hung browser, far above what a busy 2-core machine needs.
 BROWSER_TIMEOUT_MS = 900_000
@@ -97,6 +100,7 @@ class BookPdf:
     pages: int
     entries: tuple[Entry, ...]
     equations: int
+    equations_scaled: int  # display equations set smaller to fit the column
     figures: int
     seconds_singlehtml: float
     seconds_print: float
@@ -181,8 +185,9 @@ async () => {
 """
 
 #: Marks the page as the book PDF (html.book-pdf in book-print.css), points links to the
-#: root document at their anchors on this page, unfolds folded content and inserts the
-#: contents before the first chapter. Returns the contents' entries.
+#: root document at their anchors on this page, unfolds folded content, fits display
+#: equations to the column and inserts the contents before the first chapter. Returns the
+#: contents' entries and the number of equations it set smaller.
 _PREPARE = r"""
 ({root, parts, contentsTitle}) => {
   document.documentElement.classList.add("book-pdf");
@@ -198,6 +203,25 @@ _PREPARE = r"""
     el.classList.remove("toggle-hidden");
   }
   for (const el of document.querySelectorAll("details")) el.open = true;
+  // MathJax 3 does not break display equations into lines: one wider than the column
+  // is set in a smaller size until it fits.
+  let scaled = 0;
+  // (The room is that of the narrowest block around it: the equation's own box and its
+  // wrapper grow with it.)
+  const article = document.querySelector(".bd-article");
+  for (const el of document.querySelectorAll('mjx-container[display="true"]')) {
+    const math = el.querySelector("mjx-math");
+    const wide = math ? math.getBoundingClientRect().width : 0;
+    let room = Infinity;
+    for (let box = el.parentElement; box && article.contains(box); box = box.parentElement) {
+      room = Math.min(room, box.clientWidth);
+    }
+    if (wide > room) {
+      const size = parseFloat(getComputedStyle(el).fontSize);
+      el.style.fontSize = (size * room / wide * 0.98) + "px";
+      scaled += 1;
+    }
+  }
 
   // A heading as plain text for the outline (equations from their MathML: √, ^, _, /) and
   // as a copy with its typeset equations for the printed contents.
@@ -278,7 +302,7 @@ _PREPARE = r"""
   nav.appendChild(list);
   const first = document.querySelector(".toctree-wrapper");
   first.parentNode.insertBefore(nav, first);
-  return entries;
+  return {entries, scaled};
 }
 """
 
@@ -322,8 +346,9 @@ def print_book(page: Path, root: str, parts: list[Part], language: str
         browser = playwright.chromium.launch(executable_path=find_chromium(),
                                              args=CHROMIUM_FLAGS)
         try:
-            tab = browser.new_page()
+            tab = browser.new_page(viewport={"width": COLUMN_PX, "height": 1000})
             tab.set_default_timeout(BROWSER_TIMEOUT_MS)
+            tab.emulate_media(media="print")  # lay the page out as it will print
             tab.goto(page.as_uri(), wait_until="load")
             shown = tab.evaluate(_WAIT_UNTIL_READY)
             if shown["broken"] or shown["mathErrors"] or shown["untypeset"]:
@@ -331,9 +356,11 @@ def print_book(page: Path, root: str, parts: list[Part], language: str
                     f"{page}: {len(shown['broken'])} figures did not load "
                     f"({shown['broken'][:3]}), {shown['mathErrors']} equations have TeX errors "
                     f"and {shown['untypeset']} were not typeset")
-            entries = [Entry(**e) for e in tab.evaluate(_PREPARE, {
+            prepared = tab.evaluate(_PREPARE, {
                 "root": root, "contentsTitle": CONTENTS_TITLE[language],
-                "parts": [{"caption": p.caption, "docnames": list(p.docnames)} for p in parts]})]
+                "parts": [{"caption": p.caption, "docnames": list(p.docnames)} for p in parts]})
+            entries = [Entry(**e) for e in prepared["entries"]]
+            shown["scaled"] = prepared["scaled"]
             anchors = [e.anchor for e in entries]
             pdf, pages = b"", {}
             for _ in range(MAX_PRINTS):
@@ -391,7 +418,8 @@ def build_pdf(edition: str, output: Path, source_root: Path = ROOT) -> BookPdf:
     from pypdf import PdfReader
 
     return BookPdf(path, len(PdfReader(path).pages), tuple(entries), shown["equations"],
-                   shown["figures"], built - started, time.monotonic() - built)
+                   shown["scaled"], shown["figures"], built - started,
+                   time.monotonic() - built)
 
 
 def copy_into_site(output: Path) -> list[Path]:
@@ -430,7 +458,8 @@ def main(argv: list[str] | None = None) -> int:
         book = build_pdf(edition, output)
         chapters = sum(e.level == 1 for e in book.entries)
         print(f"{book.path}: {book.pages} pages, {chapters} chapters, {book.equations} "
-              f"equations, {book.figures} figures (singlehtml {book.seconds_singlehtml:.0f} s, "
+              f"equations ({book.equations_scaled} set smaller to fit), {book.figures} "
+              f"figures (singlehtml {book.seconds_singlehtml:.0f} s, "
               f"printing {book.seconds_print:.0f} s)")
     for copy in copy_into_site(output):
         print(f"copied into the site: {copy}")
