@@ -1,5 +1,6 @@
 # Two commands do everything on a fresh machine with Python 3.11:
-#   make book   set up, build the book (English and Chinese), print where the HTML is
+#   make book   set up, build the book (English and Chinese): the HTML, and a PDF of each
+#               edition that the pages link (needs Chromium: `apt-get install chromium`)
 #   make test   set up, run every test (unit tests, ruff, every notebook)
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
@@ -10,7 +11,7 @@ BIN := $(VENV)/bin
 SHARED_DATA := $(abspath $(wildcard ../shared/data))
 export MINITRANSFORMER_DATA ?= $(SHARED_DATA)
 
-.PHONY: book test test-fast unit notebooks lint execute execute-stale stale benchmark clean setup
+.PHONY: book html pdf test test-fast unit notebooks lint execute execute-stale stale benchmark clean setup
 
 setup: $(VENV)/.installed
 
@@ -22,10 +23,20 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet -e .
 	touch $@
 
-# Both editions: English in _build/html/, Chinese (zh/, regenerated first) in _build/html/zh/.
-book: setup
+# Both editions: English in _build/html/, Chinese (zh/, regenerated first) in _build/html/zh/,
+# each with the PDF of the whole edition at its root (the header's download menu links it).
+book: html pdf
+
+html: setup
 	$(BIN)/python tools/make_chinese_edition.py
 	$(BIN)/python tools/build_book.py
+
+# The whole book as one PDF per edition, printed by headless Chromium (tools/build_pdf.py):
+# _build/pdf/minitransformer.pdf and _build/pdf/minitransformer-zh.pdf, also copied into
+# the HTML site when it exists.
+pdf: setup
+	$(BIN)/python tools/make_chinese_edition.py
+	$(BIN)/python tools/build_pdf.py
 
 lint: setup
 	$(BIN)/ruff check minitransformer tests benchmarks tools

@@ -73,7 +73,9 @@ def test_early_stopping_keeps_the_best_weights(bench):
 
 
 @pytest.mark.slow
-def test_benchmark_writes_what_chapter_1_reads(bench, tmp_path):
+def test_benchmark_writes_what_chapter_1_reads(bench, tmp_path, one_thread):
+    # one_thread restores the thread count: each run sets torch to one thread for the
+    # rest of the process (as a benchmark may); left there, later tests train differently
     out = tmp_path / "rnn_copy.json"
     bench.main(TINY + ["--seeds", "0", "1", "--out", str(out)])
     check_record(json.loads(out.read_text()), min_seeds=2)

@@ -8,9 +8,11 @@ The English book (``_config.yml``, ``_toc.yml`` at the root) is built into
 ``tools/make_chinese_edition.py``) into ``OUTPUT/_build/zh/_build/html/`` and
 copied to ``OUTPUT/_build/html/zh/``, so that each page's language switch
 finds the other edition at the same path. Both render the outputs stored in
-the notebooks (nothing is executed). ``--keep-going`` lets a build with
-warnings still write every page; the exit status is non-zero if either
-edition had a warning.
+the notebooks (nothing is executed). The PDF of each edition that
+``tools/build_pdf.py`` made (``OUTPUT/_build/pdf/``) is copied to that
+edition's root in the site, where the pages' download menu links it.
+``--keep-going`` lets a build with warnings still write every page; the exit
+status is non-zero if either edition had a warning.
 """
 
 from __future__ import annotations
@@ -54,6 +56,10 @@ def build(source: Path = ROOT, output: Path = ROOT, timeout: int = 900) -> tuple
         if (zh_out / "_build" / "html").is_dir():
             shutil.copytree(zh_out / "_build" / "html", target)
         status, log = max(status, zh_status), log + "\n[zh edition]\n" + zh_log
+    from build_pdf import copy_into_site  # the PDFs tools/build_pdf.py made, if any
+
+    for copy in copy_into_site(output):
+        log += f"\ncopied the PDF into the site: {copy}"
     return status, log
 
 

@@ -40,8 +40,8 @@ blind where they cannot:
   docstrings included, so for it the modules are hashed as text.
 - **Not hashed**: the installed libraries, the machine, the Multi30k corpus,
   ``tests/``, ``benchmarks/`` and ``tools/``. The syntax tree is written out
-  with ``ast.unparse``, whose spelling can differ between Python versions;
-  the stamps assume the project's Python 3.11.
+  in a form that does not depend on the Python version (``_canonical``), so
+  a stamp made on Python 3.11 holds on 3.13 (Colab's) and back.
 
 Re-execute on an otherwise idle machine when a chapter measures time. After
 a run the Chinese edition is regenerated (``tools/make_chinese_edition.py``):
@@ -102,7 +102,7 @@ def _ends_with_semicolon(source: str) -> bool:
 
 
 def normalised_code(source: str, docstrings: bool = True) -> str:
-    """``source`` as its syntax tree written back out (comments and layout gone).
+    """``source`` as its syntax tree written out (comments and layout gone).
 
     With ``docstrings=False`` docstrings go too. Source that does not parse
     (e.g. an IPython magic) is returned as it is.
@@ -113,7 +113,20 @@ def normalised_code(source: str, docstrings: bool = True) -> str:
         return source
     if not docstrings:
         tree = _strip_docstrings(tree)
-    return ast.unparse(tree) + (";" if _ends_with_semicolon(source) else "")
+    return _canonical(tree) + (";" if _ends_with_semicolon(source) else "")
+
+
+def _canonical(node: object) -> str:
+    """A syntax tree as text that every Python from 3.10 on spells the same: each node's
+    type and its fields that are not empty. (``ast.unparse`` quotes f-strings differently
+    from 3.12 on, and ``ast.dump`` shows or omits empty fields depending on the version.)"""
+    if isinstance(node, ast.AST):
+        fields = ", ".join(f"{name}={_canonical(value)}" for name, value in ast.iter_fields(node)
+                           if value is not None and value != [])
+        return f"{type(node).__name__}({fields})"
+    if isinstance(node, list):
+        return "[" + ", ".join(_canonical(item) for item in node) + "]"
+    return repr(node)
 
 
 def code_hash(nb) -> str:

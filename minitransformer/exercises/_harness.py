@@ -377,6 +377,11 @@ def _first_line(exc: BaseException, limit: int = 160) -> str:
 
 
 _KEYWORD_HINTS = {"ddof": "err.ddof", "smoothing": "err.label_smoothing"}
+#: ``torch.softmax(x)`` / ``x.softmax()`` without ``dim``, as torch 2.13 words it and as
+#: torch 2.11-2.12 (Colab's) do.
+_SOFTMAX_WITHOUT_DIM = re.compile(
+    r"(log_)?softmax\(\) (missing 1 required positional arguments?: \"dim\""
+    r"|received an invalid combination of arguments - got \((Tensor)?\),)")
 
 
 def common_error(exc: BaseException, line: str) -> str | None:
@@ -389,7 +394,7 @@ def common_error(exc: BaseException, line: str) -> str | None:
             return t(_KEYWORD_HINTS[name])
         func = re.match(r"([\w.]+)\(\) got", text)
         return t("err.keyword", func=func.group(1) if func else "this function", arg=name)
-    if re.match(r"(log_)?softmax\(\) missing 1 required positional arguments?: \"dim\"", text):
+    if _SOFTMAX_WITHOUT_DIM.match(text):
         return t("err.softmax_dim")
     if "float" in text and ("tuple of ints" in text or "SymInt" in text):
         return t("err.float_size")

@@ -1,0 +1,266 @@
+"""The whole-book PDF of each edition (``make pdf``, ``tools/build_pdf.py``).
+
+Both PDFs are built once per session, as ``make pdf`` builds them, and read
+back with poppler (``pdftotext``, ``pdffonts``, ``pdfimages``) and pypdf. They
+are checked against the sources, not against themselves: every chapter of
+``_toc.yml`` starts its own page under the title its source gives it, in the
+printed contents and in the outline, with the right page; every font is
+embedded (a CJK one in the Chinese edition); no word lies outside the page's
+text area (a code line wider than the column would); the longest code lines of
+the notebooks are all there (wrapped, not cut); every equation was typeset and
+every figure is in. The fast tests check the download link the web pages get
+and the copying of the PDFs into the site.
+
+Needs Chromium (as the browser tests) and poppler-utils; ``.ci/run``
+installs both. Without them these tests skip and say why.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+
+import book_pdf  # noqa: E402
+import build_pdf  # noqa: E402
+
+EDITIONS = {"en": ROOT, "zh": ROOT / "zh"}
+#: The side margins of build_pdf.MARGINS in PostScript points (the page's width is read
+#: from the PDF: Chromium's A4 is 595.92 points wide, not 595.28).
+MM = 72 / 25.4
+LEFT = float(build_pdf.MARGINS["left"].removesuffix("mm")) * MM
+RIGHT_MARGIN = float(build_pdf.MARGINS["right"].removesuffix("mm")) * MM
+#: How far a glyph's box may reach past the margin, in points: the box of a fullwidth
+#: closing bracket (）) at the end of a line reaches about half a point past its ink. A
+#: code line cut at the margin would run past it by at least a character (4.8 points).
+TOLERANCE = 2.0
+#: More pages than this means the layout fell apart (e.g. code broken after every
+#: character); the book has about 200.
+MAX_PAGES = 500
+
+
+def _missing_tools() -> str:
+    missing = [tool for tool in ("pdftotext", "pdffonts", "pdfimages") if not shutil.which(tool)]
+    if missing:
+        return f"{', '.join(missing)} not found: `apt-get install -y poppler-utils` (.ci/run does)"
+    try:
+        build_pdf.find_chromium()
+    except FileNotFoundError as err:
+        return str(err)
+    return ""
+
+
+def _run(*cmd: str) -> str:
+    return subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+
+
+def _chapter_titles(source: Path) -> list[str]:
+    """Each chapter's title, read from its source (the first ``# `` heading)."""
+    _, parts = build_pdf.toc_parts(source)
+    titles = []
+    for docname in (d for part in parts for d in part.docnames):
+        path = next(source / (docname + s) for s in (".ipynb", ".md")
+                    if (source / (docname + s)).is_file())
+        if path.suffix == ".ipynb":
+            cells = nbformat.read(path, as_version=4).cells
+            text = "\n".join(c.source for c in cells if c.cell_type == "markdown")
+        else:
+            text = path.read_text(encoding="utf-8")
+        titles.append(re.search(r"^# (.+)$", text, re.M).group(1).strip())
+    return titles
+
+
+def _squash(text: str) -> str:
+    return re.sub(r"\s+", "", text)
+
+
+# --------------------------------------------------------------------------- the build
+
+
+@pytest.fixture(scope="session")
+def pdfs(tmp_path_factory) -> dict[str, build_pdf.BookPdf]:
+    reason = _missing_tools()
+    if reason:
+        pytest.skip(reason)
+    out = tmp_path_factory.mktemp("pdf")
+    return {edition: build_pdf.build_pdf(edition, out) for edition in EDITIONS}
+
+
+def _outline(path: Path) -> list[tuple[int, str, int]]:
+    """(level, title, page) of every outline item, in order."""
+    from pypdf import PdfReader
+
+    reader = PdfReader(path)
+    items = []
+
+    def walk(nodes, level):
+        for node in nodes:
+            if isinstance(node, list):
+                walk(node, level + 1)
+            else:
+                items.append((level, node.title, reader.get_destination_page_number(node) + 1))
+
+    walk(reader.outline, 1)
+    return items
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@pytest.mark.parametrize("edition", EDITIONS)
+def test_each_chapter_starts_a_page_listed_in_contents_and_outline(pdfs, edition):
+    book = pdfs[edition]
+    titles = _chapter_titles(EDITIONS[edition])
+    assert len(titles) + 2 <= book.pages <= MAX_PAGES  # a title page, the contents, chapters
+    chapters = [(title, page) for level, title, page in _outline(book.path) if level == 1]
+    assert [title for title, _ in chapters] == titles
+    pages = [page for _, page in chapters]
+    assert pages == sorted(set(pages)) and pages[-1] <= book.pages
+    text = _run("pdftotext", "-layout", str(book.path), "-").split("\f")
+    for title, page in chapters:
+        assert _squash(text[page - 1]).startswith(_squash(title)), (title, page)
+    # the printed contents (page 2 on) give the same page for each chapter
+    contents = " ".join(" ".join(page.split()) for page in text[1:pages[0] - 1])
+    for title, page in chapters:
+        assert f"{' '.join(title.split())} {page}" in contents, (title, page)
+    sections = [item for item in _outline(book.path) if item[0] == 2]
+    assert len(sections) >= len(titles), "the outline lists the chapters' sections too"
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@pytest.mark.parametrize("edition", EDITIONS)
+def test_every_font_is_embedded_and_maps_to_unicode(pdfs, edition):
+    """Embedded: the PDF looks the same where its fonts are not installed; mapped to Unicode:
+    its text can be searched and copied. Chromium embeds a font with TrueType outlines by
+    name (DejaVu) and one with CFF outlines (Noto Sans CJK, MathJax's) as Type 3 glyphs."""
+    rows = _run("pdffonts", str(pdfs[edition].path)).splitlines()[2:]
+    assert rows
+    # columns: name, type (one or two words), encoding, emb, sub, uni, object id, generation
+    not_embedded = [row for row in rows if row.split()[-5] != "yes"]
+    assert not not_embedded, not_embedded
+    no_unicode = [row for row in rows if row.split()[-3] != "yes"]
+    assert not no_unicode, no_unicode
+    names = " ".join(row.split()[0] for row in rows)
+    assert "DejaVuSansMono" in names  # code in the print styling's monospace font
+    if edition == "zh":  # the Chinese text is set in those embedded fonts
+        text = _run("pdftotext", str(pdfs[edition].path), "-")
+        assert len(re.findall(r"[\u4e00-\u9fff]", text)) > 20_000
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@pytest.mark.parametrize("edition", EDITIONS)
+def test_no_text_runs_past_the_margins(pdfs, edition):
+    xml = _run("pdftotext", "-bbox", str(pdfs[edition].path), "-")
+    word = re.compile(r'<word xMin="([\d.]+)" yMin="[\d.]+" xMax="([\d.]+)" yMax="[\d.]+">([^<]*)<')
+    outside, words = [], 0
+    for number, page in enumerate(xml.split("<page ")[1:], start=1):
+        right = float(re.match(r'width="([\d.]+)"', page).group(1)) - RIGHT_MARGIN
+        for x_min, x_max, text in word.findall(page):
+            words += 1
+            x_min, x_max = float(x_min), float(x_max)
+            if x_min < LEFT - TOLERANCE or x_max > right + TOLERANCE:
+                outside.append(f"page {number}: {text!r} at x {x_min:.1f}-{x_max:.1f} "
+                               f"(text area {LEFT:.1f}-{right:.1f})")
+    assert words > 10_000
+    assert not outside, f"{len(outside)} words outside the text area: " + "; ".join(outside[:10])
+
+
+def _longest_code_lines(source: Path, count: int = 8) -> list[str]:
+    lines = []
+    for path in sorted((source / "notebooks").glob("*.ipynb")):
+        for cell in nbformat.read(path, as_version=4).cells[1:]:  # not the Colab cell
+            if cell.cell_type == "code":
+                lines += [line for line in cell.source.splitlines() if line.strip()]
+    return sorted(lines, key=len, reverse=True)[:count]
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@pytest.mark.parametrize("edition", EDITIONS)
+def test_the_longest_code_lines_are_printed_whole(pdfs, edition):
+    # -layout: without it pdftotext joins a line that ends in "-" to the next and drops the "-"
+    text = _squash(_run("pdftotext", "-layout", str(pdfs[edition].path), "-"))
+    for line in _longest_code_lines(EDITIONS[edition]):
+        assert _squash(line) in text, f"not in the PDF (cut?): {line}"
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@pytest.mark.parametrize("edition", EDITIONS)
+def test_every_equation_is_typeset_and_every_figure_printed(pdfs, edition):
+    book = pdfs[edition]
+    page = book.path.parent / f"{edition}-singlehtml" / "_build" / "singlehtml" / "book.html"
+    html = page.read_text(encoding="utf-8")
+    math = len(re.findall(r'class="math[ "]', html))
+    assert math > 100 and book.equations >= math
+    figures = {f.name for f in (page.parent / "_images").iterdir()}
+    assert figures and book.figures >= len(figures)
+    listed = _run("pdfimages", "-list", str(book.path)).splitlines()[2:]
+    images = {row.split()[10] for row in listed if row.split()[2] == "image"}
+    assert len(images) >= len(figures)
+
+
+# --------------------------------------------------------------------------- the link
+
+
+class _App:
+    """What ``book_pdf._add_pdf_link`` reads of a Sphinx application."""
+
+    def __init__(self, language):
+        self.builder = type("Builder", (), {"name": "html"})()
+        self.config = type("Config", (), {"language": language})()
+
+
+def _download_menu() -> dict:
+    return {"type": "group", "label": "download-buttons",
+            "buttons": [{"label": "download-source-button"}]}
+
+
+@pytest.mark.parametrize("language, depth", [(None, 0), ("zh_CN", 2)])
+def test_the_download_menu_links_the_editions_pdf_at_its_root(language, depth):
+    menu = _download_menu()
+    context = {"header_buttons": [menu],
+               "pathto": lambda name, resource: "../" * depth + name}
+    book_pdf._add_pdf_link(_App(language), "notebooks/x", "page.html", context, None)
+    link = menu["buttons"][0]
+    assert link["url"] == "../" * depth + book_pdf.PDF_FILES[language or "en"]
+    assert link["type"] == "link" and link["text"].endswith("(.pdf)")
+    assert menu["buttons"][1] == {"label": "download-source-button"}
+
+
+def test_an_edition_without_a_pdf_name_is_refused():
+    with pytest.raises(ValueError, match="no PDF file name for language 'fr'"):
+        book_pdf.edition_language("fr")
+
+
+def test_each_editions_pdf_name_follows_its_config():
+    for source in EDITIONS.values():
+        config = yaml.safe_load((source / "_config.yml").read_text(encoding="utf-8"))
+        assert "book_pdf" in config["sphinx"]["local_extensions"]
+        assert build_pdf.PDF_FILES[build_pdf.edition_of(source)].startswith("minitransformer")
+    names = [build_pdf.PDF_FILES[build_pdf.edition_of(s)] for s in EDITIONS.values()]
+    assert len(set(names)) == len(names)
+
+
+def test_the_pdfs_are_copied_to_the_root_of_their_edition(tmp_path):
+    pdf_dir = tmp_path / "_build" / "pdf"
+    pdf_dir.mkdir(parents=True)
+    for source in EDITIONS.values():
+        (pdf_dir / build_pdf.PDF_FILES[build_pdf.edition_of(source)]).write_bytes(b"%PDF-")
+    assert build_pdf.copy_into_site(tmp_path) == []  # no site yet: nothing to copy into
+    (tmp_path / "_build" / "html" / "zh").mkdir(parents=True)
+    copies = build_pdf.copy_into_site(tmp_path)
+    site = tmp_path / "_build" / "html"
+    assert sorted(copies) == sorted([site / book_pdf.PDF_FILES["en"],
+                                     site / "zh" / book_pdf.PDF_FILES["zh_CN"]])
