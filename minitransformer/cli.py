@@ -31,7 +31,6 @@ failed write, a closed pipe) print one line on stderr and exit with status
 from __future__ import annotations
 
 import argparse
-import contextlib
 import io
 import os
 import sys
@@ -39,38 +38,37 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-import torch
-
 from .data import (
     MULTI30K_LANGS,
     MULTI30K_SPLITS,
     TOKENIZER_KINDS,
-    CorpusError,
-    DatasetNotFoundError,
-    SubwordTokenizer,
-    TokenBatcher,
     as_tokenizer,
-    build_tokenizers,
-    encode_pairs,
-    load_multi30k,
-    tokenizer_from_dict,
 )
 from .data.lines import LongLines, one_line, read_lines, windows
 from .decoding import MAX_ROWS, translate
 from .metrics import corpus_scores
-from .model import Transformer
-from .training import TrainingDivergedError, fit, options, pick_device, precision
-from .training.checkpoint import build_model, load_checkpoint
-from .training.options import add_config_flags, config_from_args, flag, number
-from .training.presets import CPU_DATA, CPU_MODEL, CPU_TOKENIZERS, CPU_TRAINING, positions_for
+from .training import TrainingDivergedError, fit, options, precision
+from .training.options import add_config_flags, number
+from .training.presets import CPU_DATA, CPU_MODEL, CPU_TOKENIZERS, CPU_TRAINING
+from .training.recipe import (
+    build_translator,
+    check_model_flags,
+    check_resume_flags,
+    device_for,
+    load_pairs,
+    load_run,
+    make_batches,
+    make_tokenizers,
+    model_config_from_flags,
+    out_of_memory,
+    start_run,
+    train_config_from_flags,
+)
 from .training.runs import (
-    check_memory,
-    check_resume,
     check_run_folder,
     checkpoint_file,
     lock_run,
     output_target,
-    recorded_languages,
     write_json,
     write_text,
 )
@@ -196,71 +194,11 @@ def _evaluate_parser(sub) -> None:
     ev.add_argument("--overwrite", action="store_true", help="--output may replace a file")
 
 
-# --------------------------------------------------------------------------- loading
-
-
-def _device(name: str) -> torch.device:
-    try:
-        return pick_device(name)
-    except RuntimeError as err:
-        raise CLIError(f"bad --device {name!r}: {err}") from None
-
-
-def _load(path: Path, device_name: str):
-    """(model in eval mode, src tokenizer, tgt tokenizer, languages) from a
-    checkpoint; the languages are ``{"src": .., "tgt": ..}`` as recorded (in
-    the checkpoint, else in ``run.json`` beside it; ``{}`` if neither does)."""
-    file = checkpoint_file(path)
-    device = _device(device_name)
-    try:
-        ckpt = load_checkpoint(file, map_location="cpu")
-        model = build_model(ckpt, map_location="cpu")
-        vocabs = ckpt.get("vocabs") or {}
-        src_vocab = tokenizer_from_dict(vocabs["src"])
-        tgt_vocab = tokenizer_from_dict(vocabs["tgt"])
-    except FileNotFoundError as err:
-        raise CLIError(str(err)) from None
-    except KeyError as err:
-        raise CLIError(f"{file} is not a translation checkpoint (missing {err})") from None
-    except (ValueError, TypeError, RuntimeError, AttributeError) as err:
-        raise CLIError(f"cannot use checkpoint {file}: {err}") from None
-    sizes = (getattr(model.config, "src_vocab_size", None),
-             getattr(model.config, "tgt_vocab_size", None))
-    if sizes != (len(src_vocab), len(tgt_vocab)):
-        raise CLIError(
-            f"cannot use checkpoint {file}: its vocabularies have {len(src_vocab)} / "
-            f"{len(tgt_vocab)} tokens but its model expects {sizes[0]} / {sizes[1]}"
-        )
-    languages = recorded_languages(file, vocabs.get("languages"), MULTI30K_LANGS)
-    return model.to(device), src_vocab, tgt_vocab, languages
-
-
-def _load_pairs(split: str, src: str, tgt: str, root: Path | None, download: bool):
-    if src == tgt:
-        raise CLIError(f"source and target language are both {src!r}")
-    try:
-        return load_multi30k(split, src, tgt, root=root, download=download)
-    except (DatasetNotFoundError, CorpusError) as err:
-        raise CLIError(str(err)) from None
-
-
 def _translate(model, sentences: list[str], src_vocab, tgt_vocab, args) -> list[str]:
     out = translate(model, sentences, src_vocab, tgt_vocab, beam_size=args.beam,
                     batch_size=args.batch_size, length_penalty=args.length_penalty)
     # One line per input line, whatever the model produced.
     return [one_line(line) for line in out]
-
-
-@contextlib.contextmanager
-def _out_of_memory(message: str):
-    """Running out of memory in the block becomes ``message`` (one line)."""
-    try:
-        yield
-    except (MemoryError, RuntimeError) as err:
-        text = str(err).lower()
-        if isinstance(err, MemoryError) or "out of memory" in text or "can't allocate" in text:
-            raise CLIError(message) from None
-        raise
 
 
 def _print_scores(hyps: list[str], refs: list[str]) -> None:
@@ -275,109 +213,11 @@ def _print_scores(hyps: list[str], refs: list[str]) -> None:
 # --------------------------------------------------------------------------- train
 
 
-def _model_config(args: argparse.Namespace, src_size: int, tgt_size: int):
-    """The model config that ``train``'s flags ask for (``--max-len`` sets its positions)."""
-    return config_from_args(options.MODEL_CONFIG, args, src_vocab_size=src_size,
-                            tgt_vocab_size=tgt_size, max_len=positions_for(args.max_len),
-                            share_embeddings=_share_embeddings(args))
-
-
-def _share_embeddings(args: argparse.Namespace) -> bool:
-    """``--share-embeddings`` as given, else the preset's with subwords (word
-    vocabularies differ between the languages, so they cannot share)."""
-    if args.share_embeddings is not None:
-        return args.share_embeddings
-    return CPU_MODEL["share_embeddings"] and args.tokenizer == "subword"
-
-
-def _train_config(args: argparse.Namespace):
-    """The training config that ``train``'s flags ask for."""
-    return config_from_args(options.TRAIN_CONFIG, args, checkpoint_dir=str(args.out))
-
-
-def _data_settings(args: argparse.Namespace) -> dict:
-    return {"tokenizer": args.tokenizer, "min_freq": args.min_freq,
-            "vocab_size": args.vocab_size, "max_len": args.max_len,
-            "max_tokens": args.max_tokens, "seed": args.seed}
-
-
-def _check_resume(args, src_vocab, tgt_vocab, model_config) -> None:
-    """Check that ``args.out`` holds the run these flags describe (see
-    :func:`~minitransformer.training.runs.check_resume`) and that the data
-    on disk now give its vocabularies."""
-    ckpt = load_checkpoint(args.out / "last.pt")
-    names = {f.name: flag(f.name) for f, _ in options.config_fields(options.MODEL_CONFIG)}
-    names.update({k: f"{v} gives {k}" for k, v in options.INVERTED.items()})
-    check_resume(args.out, ckpt, _run_info(args), model_config, names, MULTI30K_LANGS)
-    stored_vocabs = [tokenizer_from_dict(ckpt["vocabs"].get(side)) for side in ("src", "tgt")]
-    if stored_vocabs != [src_vocab, tgt_vocab]:
-        raise CLIError(f"--resume: the training data give other vocabularies than the run in "
-                       f"{args.out} (other corpus files?)")
-
-
-def _run_info(args, **more) -> dict:
-    """What ``run.json`` records of the run (plus ``more``)."""
-    return {"dataset": args.dataset, "src_lang": args.src_lang, "tgt_lang": args.tgt_lang,
-            "data": _data_settings(args), **more}
-
-
-def _check_model_flags(args) -> None:
-    """Refuse model flags that cannot build a model, before any data is read."""
-    if args.share_embeddings and args.tokenizer != "subword":
-        raise CLIError("--share-embeddings needs --tokenizer subword (the word vocabularies "
-                       "of the two languages differ)")
-    _model_config(args, 1, 1)  # the config's own checks (e.g. --heads divides --d-model)
-
-
-def _tokenizers(args, train_pairs):
-    return build_tokenizers(train_pairs, args.tokenizer, min_freq=args.min_freq,
-                            vocab_size=args.vocab_size)
-
-
-def _batches(args, train_pairs, valid_pairs, src_vocab, tgt_vocab):
-    train_ex = encode_pairs(train_pairs, src_vocab, tgt_vocab, max_len=args.max_len)
-    valid_ex = encode_pairs(valid_pairs, src_vocab, tgt_vocab)
-    if not train_ex or not valid_ex:
-        raise CLIError("no usable training or validation pairs")
-    train_batches = TokenBatcher(train_ex, args.max_tokens, shuffle=True, seed=args.seed)
-    valid_batches = list(TokenBatcher(valid_ex, args.max_tokens, shuffle=False))
-    vocabularies = (f"one subword vocabulary of {len(tgt_vocab):,} pieces"
-                    if isinstance(tgt_vocab, SubwordTokenizer) else
-                    f"vocabularies {len(src_vocab):,} / {len(tgt_vocab):,} words")
-    print(f"{args.dataset} {args.src_lang}→{args.tgt_lang}: {len(train_ex):,} training pairs, "
-          f"{len(valid_ex):,} validation pairs, {vocabularies}, {len(train_batches)} batches "
-          "an epoch", flush=True)
-    return train_batches, valid_batches
-
-
-def _build_model(model_config, device: torch.device, seed: int):
-    with torch.device("meta"):  # counted where nothing is allocated
-        check_memory(Transformer(model_config), device)
-    torch.manual_seed(seed)
-    with _out_of_memory("out of memory while building the model; choose smaller sizes"):
-        return Transformer(model_config)
-
-
-def _start_run(args, replaced, src_vocab, tgt_vocab, model_config, train_config) -> None:
-    """Replace an old run's files (``--overwrite``), save the vocabularies and ``run.json``."""
-    subword = isinstance(tgt_vocab, SubwordTokenizer)
-    for old in replaced:
-        old.unlink()
-    if subword:  # also a plain SentencePiece model file, for other tools
-        tgt_vocab.save(args.out / "tokenizer.model")
-    else:
-        src_vocab.vocab.save(args.out / "src_vocab.json")
-        tgt_vocab.vocab.save(args.out / "tgt_vocab.json")
-    write_json(args.out / "run.json", _run_info(
-        args, lowercase=not subword, model_config=model_config.to_dict(),
-        train_config=train_config.to_dict()), indent=2)
-
-
 def _fit(args, model, train_batches, valid_batches, config, src_vocab, tgt_vocab):
-    languages = {"src": args.src_lang, "tgt": args.tgt_lang}  # read back by _load
+    languages = {"src": args.src_lang, "tgt": args.tgt_lang}  # read back by load_run
     try:
-        with _out_of_memory(f"out of memory while training; the last checkpoint in {args.out} "
-                            "is kept; try a smaller --max-tokens or model"):
+        with out_of_memory(f"out of memory while training; the last checkpoint in {args.out} "
+                           "is kept; try a smaller --max-tokens or model"):
             return fit(model, train_batches, valid_batches, config, progress=not args.quiet,
                        vocabs={"src": src_vocab, "tgt": tgt_vocab, "languages": languages})
     except TrainingDivergedError as err:  # --lr too high: stopped before saving NaN weights
@@ -385,23 +225,24 @@ def _fit(args, model, train_batches, valid_batches, config, src_vocab, tgt_vocab
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
-    config, device = _train_config(args), _device(args.device)  # the flags, checked first
-    _check_model_flags(args)
+    # the flags, checked first
+    config, device = train_config_from_flags(args), device_for(args.device)
+    check_model_flags(args)
     with lock_run(args.out):
         replaced = check_run_folder(args.out, args.resume, args.overwrite)
-        pairs = [_load_pairs(split, args.src_lang, args.tgt_lang, args.data_root,
-                             not args.no_download) for split in ("train", "val")]
-        src_vocab, tgt_vocab = _tokenizers(args, pairs[0])
-        train_batches, valid_batches = _batches(args, *pairs, src_vocab, tgt_vocab)
-        model_config = _model_config(args, len(src_vocab), len(tgt_vocab))
+        pairs = [load_pairs(split, args.src_lang, args.tgt_lang, args.data_root,
+                            not args.no_download) for split in ("train", "val")]
+        src_vocab, tgt_vocab = make_tokenizers(args, pairs[0])
+        train_batches, valid_batches = make_batches(args, *pairs, src_vocab, tgt_vocab)
+        model_config = model_config_from_flags(args, len(src_vocab), len(tgt_vocab))
         if args.resume:
-            _check_resume(args, src_vocab, tgt_vocab, model_config)
-        model = _build_model(model_config, device, args.seed)
+            check_resume_flags(args, src_vocab, tgt_vocab, model_config)
+        model = build_translator(model_config, device, args.seed)
         print(f"{'resuming from ' + str(args.out / 'last.pt') + '; ' if args.resume else ''}"
               f"model: {sum(p.numel() for p in model.parameters()) / 1e6:.1f} M parameters; "
               f"training for at most {args.max_minutes:g} minutes on {device} in "
               f"{precision(device, args.amp)[1]}", flush=True)
-        _start_run(args, replaced, src_vocab, tgt_vocab, model_config, config)
+        start_run(args, replaced, src_vocab, tgt_vocab, model_config, config)
         history = _fit(args, model, train_batches, valid_batches, config, src_vocab, tgt_vocab)
         write_json(args.out / "history.json", history.to_dict())
     steps = history.step[-1] if history.step else 0
@@ -411,8 +252,8 @@ def _cmd_train(args: argparse.Namespace) -> int:
           f"{args.out}", flush=True)
     if not args.no_bleu:
         model.eval()
-        with _out_of_memory("out of memory while decoding the validation BLEU; the run is "
-                            "saved (--no-bleu skips it)"):
+        with out_of_memory("out of memory while decoding the validation BLEU; the run is "
+                           "saved (--no-bleu skips it)"):
             hyps = _translate(model, [s for s, _ in pairs[1]], src_vocab, tgt_vocab, _GREEDY)
         print("validation, greedy:")
         _print_scores(hyps, [t for _, t in pairs[1]])
@@ -426,7 +267,7 @@ _GREEDY = argparse.Namespace(beam=1, batch_size=128, length_penalty=0.6)
 
 
 def _cmd_translate(args: argparse.Namespace) -> int:
-    model, src_vocab, tgt_vocab, _ = _load(args.checkpoint, args.device)
+    model, src_vocab, tgt_vocab, _ = load_run(args.checkpoint, args.device)
     if hasattr(sys.stdout, "reconfigure"):  # UTF-8 whatever the locale (e.g. on Windows)
         sys.stdout.reconfigure(encoding="utf-8", errors="replace")
     # Each window of lines is translated, written and flushed before the next
@@ -439,8 +280,8 @@ def _cmd_translate(args: argparse.Namespace) -> int:
     try:
         for window in windows(read_lines(sys.stdin), size):
             long_lines.check(window, done)
-            with _out_of_memory(f"out of memory after {done} lines; try a smaller "
-                                "--batch-size or --beam"):
+            with out_of_memory(f"out of memory after {done} lines; try a smaller "
+                               "--batch-size or --beam"):
                 hyps = _translate(model, window, src_vocab, tgt_vocab, args)
             sys.stdout.write("".join(hyp + "\n" for hyp in hyps))
             sys.stdout.flush()
@@ -483,7 +324,7 @@ def _evaluation_languages(args, recorded: dict, checkpoint: Path) -> tuple[str, 
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
-    model, src_vocab, tgt_vocab, recorded = _load(args.checkpoint, args.device)
+    model, src_vocab, tgt_vocab, recorded = load_run(args.checkpoint, args.device)
     file = checkpoint_file(args.checkpoint)
     src_lang, tgt_lang = _evaluation_languages(args, recorded, file)
     target = None
@@ -491,10 +332,10 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         target, note = output_target(args.output, args.overwrite, protected=file)
         if note:
             print(f"{PROG} evaluate: {note}", file=sys.stderr)
-    pairs = _load_pairs(args.split, src_lang, tgt_lang, args.data_root, not args.no_download)
+    pairs = load_pairs(args.split, src_lang, tgt_lang, args.data_root, not args.no_download)
     pairs = pairs[: args.limit]
     t0 = time.perf_counter()
-    with _out_of_memory("out of memory while decoding; try a smaller --batch-size or --beam"):
+    with out_of_memory("out of memory while decoding; try a smaller --batch-size or --beam"):
         hyps = _translate(model, [s for s, _ in pairs], src_vocab, tgt_vocab, args)
     seconds = time.perf_counter() - t0
     if target is not None:

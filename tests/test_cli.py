@@ -23,7 +23,7 @@ import pytest
 import sacrebleu
 import torch
 
-from minitransformer.cli import _model_config, _train_config, build_parser, main
+from minitransformer.cli import build_parser, main
 from minitransformer.data import SubwordTokenizer, Vocab, tokenizer_from_dict
 from minitransformer.decoding import translate
 from minitransformer.training.checkpoint import build_model
@@ -35,6 +35,8 @@ from minitransformer.training.presets import (
     cpu_model_config,
     cpu_train_config,
 )
+from minitransformer.training.recipe import model_config_from_flags as _model_config
+from minitransformer.training.recipe import train_config_from_flags as _train_config
 
 FIXTURES = Path(__file__).parent / "fixtures" / "multi30k"
 TINY = [
@@ -132,7 +134,7 @@ def test_chapter_10_trains_the_preset():
     train_kw = _call_keywords(code, "cpu_train_config")
     assert model_kw is not None, "chapter 10 has no `config = cpu_model_config(...)`"
     assert re.search(r"^model = Transformer\(config\)$", code, re.M)
-    assert re.search(r"^history = fit\(model,", code, re.M)
+    assert re.search(r"^history = fit\(\s*model,", code, re.M)
     assert "cpu_train_config(" in code
     assert not set(model_kw) & set(CPU_MODEL), model_kw
     assert not set(train_kw) & set(CPU_TRAINING), train_kw

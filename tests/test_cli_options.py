@@ -14,7 +14,7 @@ import pytest
 from minitransformer import cli
 from minitransformer.data import build_tokenizers, load_multi30k
 from minitransformer.model import TransformerConfig
-from minitransformer.training import TrainConfig, options
+from minitransformer.training import TrainConfig, options, recipe
 from minitransformer.training.options import SET_BY_CALLER, flag, number
 from minitransformer.training.presets import (
     CPU_MODEL,
@@ -59,9 +59,11 @@ def qk_norm(monkeypatch):
 def test_a_new_model_field_gets_a_flag_and_reaches_the_config(qk_norm):
     parser = cli.build_parser()
     assert "--qk-norm" in _flags(parser) and "--no-qk-norm" in _flags(parser)
-    config = cli._model_config(parser.parse_args(["train", "--out", "x", "--qk-norm"]), 10, 10)
+    args = parser.parse_args(["train", "--out", "x", "--qk-norm"])
+    config = recipe.model_config_from_flags(args, 10, 10)
     assert isinstance(config, qk_norm) and config.qk_norm is True
-    default = cli._model_config(parser.parse_args(["train", "--out", "x"]), 10, 10)
+    args = parser.parse_args(["train", "--out", "x"])
+    default = recipe.model_config_from_flags(args, 10, 10)
     assert default.qk_norm is False
     # everything else is still the preset's
     assert {k: getattr(default, k) for k in CPU_MODEL} == dict(CPU_MODEL)
@@ -72,7 +74,7 @@ def test_a_new_train_field_gets_a_flag_and_reaches_the_config(monkeypatch):
         "AccumConfig", [("grad_accum", int, dataclasses.field(default=1))], bases=(TrainConfig,))
     monkeypatch.setattr(options, "TRAIN_CONFIG", cls)
     args = cli.build_parser().parse_args(["train", "--out", "x", "--grad-accum", "4"])
-    assert cli._train_config(args).grad_accum == 4
+    assert recipe.train_config_from_flags(args).grad_accum == 4
     code = cli.main(["train", "--out", "x", "--grad-accum", "0"])
     assert code == 2  # ints default to positive
 
@@ -97,12 +99,14 @@ def test_resume_compares_a_new_field_filling_an_older_run_with_its_default(
     assert "qk_norm" not in older
     ckpt = {"model_config": older, "vocabs": {"src": src.to_dict(), "tgt": tgt.to_dict()},
             "optimizer_state": {"x": 1}, "train_state": {"step": 1}, "rng": {"x": 1}}
-    monkeypatch.setattr(cli, "load_checkpoint", lambda *a, **k: ckpt)
+    monkeypatch.setattr(recipe, "load_checkpoint", lambda *a, **k: ckpt)
     args = _resume_args(tmp_path, "--share-embeddings", "--no-share-embeddings")
-    cli._check_resume(args, src, tgt, cli._model_config(args, len(src), len(tgt)))  # no error
+    config = recipe.model_config_from_flags(args, len(src), len(tgt))
+    recipe.check_resume_flags(args, src, tgt, config)  # no error
     args = _resume_args(tmp_path, "--qk-norm", "--d-model", "128")
     with pytest.raises(RunError) as err:
-        cli._check_resume(args, src, tgt, cli._model_config(args, len(src), len(tgt)))
+        config = recipe.model_config_from_flags(args, len(src), len(tgt))
+        recipe.check_resume_flags(args, src, tgt, config)
     message = str(err.value)
     assert "--qk-norm True (run: False)" in message and "--d-model 128 (run: 256)" in message
     assert "\n" not in message  # every difference, one line

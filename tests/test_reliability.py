@@ -35,7 +35,7 @@ from minitransformer.data import CorpusError, Vocab, load_multi30k
 from minitransformer.data import multi30k as multi30k_module
 from minitransformer.model import Transformer, TransformerConfig
 from minitransformer.rnn import AttentionSeq2Seq, ContextSeq2Seq, RNNConfig, SimpleSeq2Seq
-from minitransformer.training import TrainConfig, TrainingDivergedError, fit
+from minitransformer.training import TrainConfig, TrainingDivergedError, fit, recipe
 from minitransformer.training import checkpoint as ckpt_module
 from minitransformer.training.checkpoint import (
     MODEL_CLASSES,
@@ -558,11 +558,10 @@ def _expected_lines(data: bytes) -> int:
 @pytest.fixture(scope="module")
 def loaded_once(tmp_path_factory):
     """A model that stops after 12 tokens, loaded once for all the fuzz examples:
-    ``(checkpoint path, what cli._load returns)``."""
-    from minitransformer import cli
+    ``(checkpoint path, what recipe.load_run returns)``."""
 
     path = _untrained_checkpoint(tmp_path_factory.mktemp("fuzz"), max_len=12)
-    return path, cli._load(path, "cpu")
+    return path, recipe.load_run(path, "cpu")
 
 
 @settings(max_examples=30, deadline=None, derandomize=True, database=None,
@@ -578,7 +577,7 @@ def test_fuzz_translate_any_bytes_give_one_line_per_line(loaded_once, data):
     path, loaded = loaded_once
     out = io.BytesIO()
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(cli, "_load", lambda *args: loaded)
+        mp.setattr(cli, "load_run", lambda *args: loaded)
         mp.setattr(sys, "stdin", _Stdin(data))
         mp.setattr(sys, "stdout", io.TextIOWrapper(out, encoding="utf-8"))
         code = main(["translate", "--checkpoint", str(path), "--batch-size", "3"])

@@ -222,7 +222,7 @@ def test_evaluate_refuses_other_languages_than_the_checkpoints(tmp_path, capsys)
 def test_evaluate_uses_the_recorded_languages(tmp_path, capsys, monkeypatch):
     file = _checkpoint(tmp_path / "run", languages={"src": "en", "tgt": "de"})
     seen = []
-    monkeypatch.setattr(cli, "_load_pairs", lambda split, s, t, *a: seen.append((s, t)) or
+    monkeypatch.setattr(cli, "load_pairs", lambda split, s, t, *a: seen.append((s, t)) or
                         [("A dog.", "Ein Hund.")])
     code, out, err = _cli(capsys, _evaluate(file))
     assert code == 0, err

@@ -487,41 +487,72 @@ def check(
             return False
 
 
+#: Every case that returned, in order, with the reader's result.
+_Runs = list[tuple[Case, Any]]
+#: The first wrong case: (index in the runs, got, expected, structure problem).
+_FirstBad = tuple[int, Any, Any, str | None]
+#: A failed verdict: the message, and the case it failed on (None: not case-specific).
+_Failure = tuple[str, Case | None]
+#: ``cmp(got, expected, case, nan)`` -> bool: the comparison a check uses.
+_Compare = Callable[..., bool]
+
+
 def _check(title, fn, cases, reference, mistakes, *, signature, names, atol, rtol,
            strict_dtype, compare, on_error, fallback, on_pass) -> bool:
+    cmp = _comparison(compare, atol, rtol)
+    if not callable(fn):
+        return _fail(title, t("harness.not_callable", got=describe(fn)))
+    runs: _Runs = []
+    failure, first_bad = _run_cases(fn, cases, reference, runs, cmp, signature=signature,
+                                    names=names, strict_dtype=strict_dtype, on_error=on_error)
+    if failure is None and first_bad is not None:
+        failure = _diagnose(fn, runs, first_bad, mistakes, cmp, strict_dtype, fallback)
+    if failure is not None:
+        return _fail(title, *failure)
+    _report_pass(title, cases, [got for _, got in runs], on_pass)
+    return True
+
+
+def _comparison(compare: _Compare | None, atol: float, rtol: float) -> _Compare:
+    """The check's comparison: ``compare`` if given, else :func:`close`."""
     def cmp(got: Any, expected: Any, case: Case, nan: str = "none") -> bool:
         if compare is not None:
             return compare(got, expected, case, nan)
         return close(got, expected, atol, rtol, nan)
+    return cmp
 
-    def fail(message: str, case: Case | None = None) -> bool:
-        where = "\n" + t("harness.failed_on", label=case.describe()) if case is not None else ""
-        print(wrap(f"{FAIL} {title}: {message}{where}"))
-        return False
 
-    if not callable(fn):
-        return fail(t("harness.not_callable", got=describe(fn)))
+def _fail(title: str, message: str, case: Case | None = None) -> bool:
+    """Print a failed verdict (naming the case, if any); False."""
+    where = "\n" + t("harness.failed_on", label=case.describe()) if case is not None else ""
+    print(wrap(f"{FAIL} {title}: {message}{where}"))
+    return False
 
-    runs: list[tuple[Case, Any]] = []  # every case that returned, in order
-    first_bad: tuple[int, Any, Any, str | None] | None = None  # (index, got, expected, problem)
+
+def _run_cases(fn: Callable, cases: Sequence[Case], reference: Callable[..., Any], runs: _Runs,
+               cmp: _Compare, *, signature: str, names: Sequence[str], strict_dtype: bool,
+               on_error) -> tuple[_Failure | None, _FirstBad | None]:
+    """Run ``fn`` on every case, appending what returned to ``runs``: a failure
+    that ends the check at once, or else the first wrong case (if any)."""
+    first_bad: _FirstBad | None = None
     for case in cases:
         expected = reference(*_clone(case.args), **_clone(case.kwargs))
         outcome = _call(fn, case)
         if isinstance(outcome.error, NotImplementedError):
-            return fail(t("harness.not_implemented"))
+            return (t("harness.not_implemented"), None), first_bad
         if outcome.timed_out is not None:
-            return fail(t("harness.timeout", seconds=f"{outcome.timed_out:g}"), case)
+            return (t("harness.timeout", seconds=f"{outcome.timed_out:g}"), case), first_bad
         if outcome.refused is not None:
-            return fail(say(outcome.refused), case)
+            return (say(outcome.refused), case), first_bad
         if outcome.unbound is not None or outcome.error is not None:
             if first_bad is not None:
                 break  # an earlier case already went wrong: report that one
             if outcome.unbound is not None:
-                return fail(t("harness.signature", signature=signature,
-                              error=outcome.unbound), case)
-            return fail(_error_message(outcome, case, on_error), case)
+                return (t("harness.signature", signature=signature,
+                          error=outcome.unbound), case), first_bad
+            return (_error_message(outcome, case, on_error), case), first_bad
         if outcome.model_problem is not None:
-            return fail(t(outcome.model_problem), case)
+            return (t(outcome.model_problem), case), first_bad
         got = outcome.result
         runs.append((case, got))
         if first_bad is not None:
@@ -530,34 +561,41 @@ def _check(title, fn, cases, reference, mistakes, *, signature, names, atol, rto
         if problem is not None or not cmp(got, expected, case):
             first_bad = (len(runs) - 1, got, expected, problem)
         elif outcome.mutated:
-            return fail(t("harness.mutated"), case)
+            return (t("harness.mutated"), case), first_bad
+    return None, first_bad
 
-    if first_bad is not None:
-        index, got, expected, problem = first_bad
-        case = runs[index][0]
-        for _ in range(3):  # a random answer (dropout, sampling) is wrong differently each time
-            again = _call(fn, case)
-            if again.error is None and again.timed_out is None and again.refused is None \
-                    and not _same_tensors(got, again.result):
-                return fail(t("harness.random"), case)
-        hint = _explain(mistakes, runs, index, cmp, strict_dtype)
-        if hint is not None:
-            return fail(say(hint), case)
-        if problem is not None:
-            return fail(problem, case)
-        message = t("harness.wrong_values", where=worst_difference(got, expected))
-        if fallback:
-            message += "\n" + say(fallback)
-        return fail(message, case)
 
-    results = [got for _, got in runs]
+def _diagnose(fn: Callable, runs: _Runs, first_bad: _FirstBad, mistakes: Sequence[Mistake],
+              cmp: _Compare, strict_dtype: bool, fallback: Msg | None) -> _Failure:
+    """The verdict on the first wrong case: a random answer, the hint of a
+    known mistake, the structure problem, or the worst difference."""
+    index, got, expected, problem = first_bad
+    case = runs[index][0]
+    for _ in range(3):  # a random answer (dropout, sampling) is wrong differently each time
+        again = _call(fn, case)
+        if again.error is None and again.timed_out is None and again.refused is None \
+                and not _same_tensors(got, again.result):
+            return t("harness.random"), case
+    hint = _explain(mistakes, runs, index, cmp, strict_dtype)
+    if hint is not None:
+        return say(hint), case
+    if problem is not None:
+        return problem, case
+    message = t("harness.wrong_values", where=worst_difference(got, expected))
+    if fallback:
+        message += "\n" + say(fallback)
+    return message, case
+
+
+def _report_pass(title: str, cases: Sequence[Case], results: list[Any],
+                 on_pass: Callable[[list[Any]], Msg | None] | None) -> None:
+    """Print the pass verdict, the cases tested, and ``on_pass``'s note if any."""
     note = on_pass(results) if on_pass is not None else None
     labels = t("harness.list_cases").join(c.describe() for c in cases)
     print(wrap(f"{PASS} {title}: {t('harness.passed', count=len(cases))}\n"
                f"{t('harness.tested', labels=labels)}"))
     if note:
         print(wrap(t("harness.note", note=say(note)), first="   "))
-    return True
 
 
 def _error_message(outcome: _Outcome, case: Case, on_error) -> str:

@@ -114,32 +114,7 @@ def check_optimizer_state(
     for g, (group, mine, live) in enumerate(
         zip(groups, own["param_groups"], optimizer.param_groups, strict=True)
     ):
-        where = f"optimizer_state param_groups[{g}]"
-        if not isinstance(group, dict) or set(group) != set(mine):
-            keys = sorted(map(str, group)) if isinstance(group, dict) else type(group).__name__
-            raise ResumeMismatchError(f"{where} has keys {keys}; the optimizer's are "
-                                      f"{sorted(mine)}")
-        if group["params"] != mine["params"]:
-            listed = group["params"]
-            count = len(listed) if isinstance(listed, list) else type(listed).__name__
-            raise ResumeMismatchError(f"{where} lists {count} parameters; the optimizer has "
-                                      f"{len(mine['params'])} (another model?)")
-        for key, value in mine.items():
-            if key == "params":
-                continue
-            found = group[key]
-            if key == "betas":
-                ok = (isinstance(found, (tuple, list)) and len(found) == 2
-                      and all(_is_number(b) and 0 <= b < 1 for b in found))
-            elif _is_number(value):
-                ok = _is_number(found) and math.isfinite(found) and found >= 0
-            elif key in IMPLEMENTATION_FLAGS:  # how to compute, not what: the optimizer's wins
-                ok = found is None or isinstance(found, bool)
-            else:  # flags (fused, amsgrad, ...) and None: must be the optimizer's own
-                ok = type(found) is type(value) and found == value
-            if not ok:
-                raise ResumeMismatchError(f"{where}[{key!r}] is {str(found)[:50]}; expected "
-                                          f"something like {value!r}")
+        _check_param_group(f"optimizer_state param_groups[{g}]", group, mine)
         params.update(zip(mine["params"], live["params"], strict=True))
     if not isinstance(state, dict):
         raise ResumeMismatchError(f"optimizer_state['state'] is a {type(state).__name__}, "
@@ -153,18 +128,61 @@ def check_optimizer_state(
                                       f"{str(index)[:20]}, which the optimizer does not have")
         param = params[index]
         where = f"optimizer_state['state'][{index}] ({names.get(id(param), '?')})"
-        if not isinstance(entry, dict) or (adam and set(entry) != {"step", *moments}):
-            keys = sorted(map(str, entry)) if isinstance(entry, dict) else type(entry).__name__
-            raise ResumeMismatchError(f"{where} has {keys}; Adam keeps "
-                                      f"{sorted({'step', *moments})}")
-        for key, value in entry.items():
-            if key == "step":
-                _check_step(f"{where}['step']", value, max_step)
-                continue
-            _check_like(f"{where}[{key!r}]", value, param.detach())
-            if key != "exp_avg" and bool((value < 0).any()):
-                raise ResumeMismatchError(f"{where}[{key!r}] holds negative values (a second "
-                                          "moment is a mean of squares)")
+        _check_param_state(where, entry, param, moments, adam, max_step)
+
+
+def _check_param_group(where: str, group: Any, mine: dict[str, Any]) -> None:
+    """A stored parameter group ``group`` must have the keys and parameter
+    indices of the optimizer's own group ``mine`` and acceptable options."""
+    if not isinstance(group, dict) or set(group) != set(mine):
+        keys = sorted(map(str, group)) if isinstance(group, dict) else type(group).__name__
+        raise ResumeMismatchError(f"{where} has keys {keys}; the optimizer's are "
+                                  f"{sorted(mine)}")
+    if group["params"] != mine["params"]:
+        listed = group["params"]
+        count = len(listed) if isinstance(listed, list) else type(listed).__name__
+        raise ResumeMismatchError(f"{where} lists {count} parameters; the optimizer has "
+                                  f"{len(mine['params'])} (another model?)")
+    for key, value in mine.items():
+        if key == "params":
+            continue
+        found = group[key]
+        if not _group_option_ok(key, found, value):
+            raise ResumeMismatchError(f"{where}[{key!r}] is {str(found)[:50]}; expected "
+                                      f"something like {value!r}")
+
+
+def _group_option_ok(key: str, found: Any, value: Any) -> bool:
+    """Whether the stored option ``found`` may stand for the optimizer's ``value``."""
+    if key == "betas":
+        return (isinstance(found, (tuple, list)) and len(found) == 2
+                and all(_is_number(b) and 0 <= b < 1 for b in found))
+    if _is_number(value):
+        return _is_number(found) and math.isfinite(found) and found >= 0
+    if key in IMPLEMENTATION_FLAGS:  # how to compute, not what: the optimizer's wins
+        return found is None or isinstance(found, bool)
+    # flags (fused, amsgrad, ...) and None: must be the optimizer's own
+    return type(found) is type(value) and found == value
+
+
+def _check_param_state(
+    where: str, entry: Any, param: Tensor, moments: tuple[str, ...], adam: bool, max_step: int
+) -> None:
+    """One parameter's stored optimizer state ``entry``: a dict (for Adam, with
+    exactly ``step`` and ``moments``), a valid step, and tensors like ``param``
+    (all but ``exp_avg`` non-negative)."""
+    if not isinstance(entry, dict) or (adam and set(entry) != {"step", *moments}):
+        keys = sorted(map(str, entry)) if isinstance(entry, dict) else type(entry).__name__
+        raise ResumeMismatchError(f"{where} has {keys}; Adam keeps "
+                                  f"{sorted({'step', *moments})}")
+    for key, value in entry.items():
+        if key == "step":
+            _check_step(f"{where}['step']", value, max_step)
+            continue
+        _check_like(f"{where}[{key!r}]", value, param.detach())
+        if key != "exp_avg" and bool((value < 0).any()):
+            raise ResumeMismatchError(f"{where}[{key!r}] holds negative values (a second "
+                                      "moment is a mean of squares)")
 
 
 def _check_step(what: str, value: Any, max_step: int) -> None:
