@@ -1,6 +1,6 @@
 # Two commands do everything on a fresh machine with Python 3.11:
 #   make book   set up, build the book (English and Chinese): the HTML, and a PDF of each
-#               edition that the pages link (needs Chromium: `apt-get install chromium`)
+#               edition that the pages link (Chromium, installed by `make` when missing)
 #   make test   set up, run every test (unit tests, ruff, every notebook)
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
@@ -11,7 +11,7 @@ BIN := $(VENV)/bin
 SHARED_DATA := $(abspath $(wildcard ../shared/data))
 export MINITRANSFORMER_DATA ?= $(SHARED_DATA)
 
-.PHONY: book html pdf test test-fast unit notebooks lint execute execute-stale stale benchmark clean setup
+.PHONY: book html pdf system-packages test test-fast unit notebooks lint execute execute-stale stale benchmark clean setup
 
 setup: $(VENV)/.installed
 
@@ -31,10 +31,14 @@ html: setup
 	$(BIN)/python tools/make_chinese_edition.py
 	$(BIN)/python tools/build_book.py
 
+# Chromium, a CJK font and poppler (apt-get, when missing and run as root).
+system-packages:
+	bash tools/install_system_packages.sh
+
 # The whole book as one PDF per edition, printed by headless Chromium (tools/build_pdf.py):
 # _build/pdf/minitransformer.pdf and _build/pdf/minitransformer-zh.pdf, also copied into
 # the HTML site when it exists.
-pdf: setup
+pdf: setup system-packages
 	$(BIN)/python tools/make_chinese_edition.py
 	$(BIN)/python tools/build_pdf.py
 
@@ -48,7 +52,7 @@ unit: setup
 notebooks: setup
 	MINITRANSFORMER_QUICK=1 $(BIN)/python -m pytest --nbval-lax --nbval-cell-timeout=1800 notebooks
 
-test: lint unit notebooks
+test: system-packages lint unit notebooks
 
 # While working: ruff and the unit tests not marked slow (no notebooks, no browser).
 test-fast: lint
