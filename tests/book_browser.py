@@ -443,8 +443,10 @@ async () => {
       bytes = (await r.arrayBuffer()).byteLength;
     } catch (e) {}
     // A HiDPI ("retina") figure has twice the pixels of the size it is meant to be shown at,
-    // which its width attribute gives.
-    const meant = parseFloat(img.getAttribute('width')) || img.naturalWidth;
+    // which its width attribute gives (or its style: docutils writes an image's :width:
+    // option, which myst-nb takes from the output's metadata, as style="width: ...px").
+    const meant = parseFloat(img.getAttribute('width')) || parseFloat(img.style.width)
+      || img.naturalWidth;
     out.push({src: img.getAttribute('src'), natural: meant,
               shown: img.getBoundingClientRect().width, status, bytes,
               output: !!img.closest('.cell_output, .output')});
