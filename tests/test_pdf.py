@@ -17,6 +17,7 @@ installs both. Without them these tests skip and say why.
 
 from __future__ import annotations
 
+import concurrent.futures
 import re
 import shutil
 import subprocess
@@ -93,7 +94,12 @@ def pdfs(tmp_path_factory) -> dict[str, build_pdf.BookPdf]:
     if reason:
         pytest.skip(reason)
     out = tmp_path_factory.mktemp("pdf")
-    return {edition: build_pdf.build_pdf(edition, out) for edition in EDITIONS}
+    # In a thread of its own: the browser tests' session keeps Playwright's
+    # synchronous API (an asyncio loop) running in the main thread, and a
+    # second sync_playwright() there is refused.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return {edition: pool.submit(build_pdf.build_pdf, edition, out).result()
+                for edition in EDITIONS}
 
 
 def _outline(path: Path) -> list[tuple[int, str, int]]:
