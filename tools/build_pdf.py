@@ -71,7 +71,7 @@ FOOTER = ('<div style="font-size:8pt;width:100%;text-align:center;color:#444;">'
 #: them all the same.
 logging.getLogger("pypdf").setLevel(logging.ERROR)
 #: How often the book is printed at most until the contents' page numbers stop changing.
-MAX_PRINTS = 3
+MAX_PRINTS = 6
 
 
 @dataclass(frozen=True)
@@ -362,12 +362,16 @@ def print_book(page: Path, root: str, parts: list[Part], language: str
             entries = [Entry(**e) for e in prepared["entries"]]
             shown["scaled"] = prepared["scaled"]
             anchors = [e.anchor for e in entries]
-            pdf, pages = b"", {}
+            pdf, pages, seen = b"", {}, []
             for _ in range(MAX_PRINTS):
                 pdf = _print(tab)
                 found = anchor_pages(PdfReader(io.BytesIO(pdf)), anchors)
                 if found == pages:
                     break
+                if found in seen:  # a cycle (numbers that change the contents' layout):
+                    # give every entry the latest page it has had, which the next print keeps
+                    found = {a: max(state[a] for state in [*seen, found]) for a in anchors}
+                seen.append(found)
                 pages = found
                 tab.evaluate(_SET_PAGES, pages)
             else:
