@@ -13,6 +13,8 @@ Around it, each in its own subpackage:
 - :mod:`minitransformer.data`: tokenising (words, or subwords with
   SentencePiece), vocabularies, batches, corpora;
 - :mod:`minitransformer.metrics`: BLEU and chrF as papers report them;
+- :mod:`minitransformer.lm`: GPT- and BERT-style models from the same
+  layers, sampling, and translation as language modelling;
 - :mod:`minitransformer.training`: the loop, loss, schedules, checkpoints,
   weight averaging, multi-process training, presets;
 - :mod:`minitransformer.rnn`: the RNN encoder-decoders it replaced and their
@@ -32,11 +34,14 @@ from .attention import KVCache, MultiHeadAttention, masked_softmax, scaled_dot_p
 from .data import (
     BOS_ID,
     EOS_ID,
+    IGNORE_ID,
     PAD_ID,
     SPECIALS,
     SYNTHETIC_TASKS,
     UNK_ID,
     Batch,
+    LMBatch,
+    LMBatcher,
     SubwordTokenizer,
     TokenBatcher,
     Vocab,
@@ -44,7 +49,9 @@ from .data import (
     detokenize,
     load_multi30k,
     make_batch,
+    make_lm_batch,
     make_synthetic,
+    mask_tokens,
     synthetic_vocab_size,
     tokenize,
 )
@@ -62,6 +69,17 @@ from .instruments.probe import record_attention
 from .instruments.summary import count_parameters
 from .layernorm import LayerNorm, layer_norm
 from .layers import Decoder, DecoderLayer, Encoder, EncoderLayer
+from .lm import (
+    LanguageModel,
+    LanguageModelConfig,
+    LanguageModelState,
+    MaskedLanguageModel,
+    PromptedLanguageModel,
+    filter_logits,
+    generate,
+    sample_next,
+    translate_with_lm,
+)
 from .masks import (
     causal_mask,
     padding_mask,

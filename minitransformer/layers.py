@@ -129,15 +129,25 @@ class EncoderLayer(_Layer):
     (see :class:`_Layer`).
     """
 
-    def forward(self, x: Tensor, mask: Tensor | None = None, check: bool = True) -> Tensor:
+    def forward(
+        self,
+        x: Tensor,
+        mask: Tensor | None = None,
+        check: bool = True,
+        cache: KVCache | None = None,
+    ) -> Tensor:
         """``(B, S, D)`` → ``(B, S, D)``. ``mask`` broadcastable to
-        ``(B, H, S, S)``, typically :func:`~minitransformer.masks.padding_mask`.
-        ``check=False``: the caller has checked the arguments."""
+        ``(B, H, S, S)``, typically :func:`~minitransformer.masks.padding_mask`
+        (a decoder-only language model passes the causal mask).
+        ``check=False``: the caller has checked the arguments. ``cache``: the
+        self-attention keys/values of earlier positions (a language model's
+        incremental decoding); the new positions' are appended to it, and
+        ``mask`` then covers ``(S, cached + S)``."""
         if check:
-            self._check(x, mask)
+            self._check(x, mask, None if cache is None else cache.k.shape[2])
 
         def self_attention(h: Tensor) -> Tensor:
-            return self.self_attn(h, h, h, mask, check=False)[0]
+            return self.self_attn(h, h, h, mask, cache=cache, check=False)[0]
 
         x = residual(x, self_attention, self.norm1, self.dropout1, self.norm_first)
         return residual(x, self.ffn, self.norm2, self.dropout2, self.norm_first)
@@ -254,13 +264,32 @@ class Encoder(_Stack):
 
     layer, depth = EncoderLayer, "num_encoder_layers"
 
-    def forward(self, x: Tensor, mask: Tensor | None = None, check: bool = True) -> Tensor:
-        """``(B, S, D)`` → ``(B, S, D)``; ``check`` as in :meth:`EncoderLayer.forward`."""
+    def forward(
+        self,
+        x: Tensor,
+        mask: Tensor | None = None,
+        check: bool = True,
+        caches: list[KVCache] | None = None,
+    ) -> Tensor:
+        """``(B, S, D)`` → ``(B, S, D)``; ``check`` as in :meth:`EncoderLayer.forward`;
+        ``caches``: one :class:`~minitransformer.attention.KVCache` per layer
+        (from :meth:`start`), updated in place."""
         if check and self.layers:
-            self.layers[0]._check(x, mask)
-        for layer in self.layers:
-            x = layer(x, mask, check=False)
+            cached = None if caches is None else caches[0].k.shape[2]
+            self.layers[0]._check(x, mask, cached)
+        for i, layer in enumerate(self.layers):
+            x = layer(x, mask, False, None if caches is None else caches[i])
         return self.norm(x)
+
+    def start(self, batch: int, like: Tensor) -> list[KVCache]:
+        """Empty self-attention caches, one per layer, for ``batch`` rows, of
+        ``like``'s dtype and device: ``(batch, H, 0, Dh)`` keys and values."""
+        caches = []
+        for layer in self.layers:
+            heads = layer.num_heads
+            empty = like.new_zeros(batch, heads, 0, layer.d_model // heads)
+            caches.append(KVCache(empty, empty))
+        return caches
 
 
 class Decoder(_Stack):

@@ -28,7 +28,7 @@ def test_top_level_shows_the_transformer_and_little_else():
     assert len(modules) <= 16, modules
     subpackages = sorted(p.parent.name for p in PACKAGE.glob("*/__init__.py"))
     assert subpackages == [
-        "data", "exercises", "instruments", "results", "rnn", "training", "variants"
+        "data", "exercises", "instruments", "lm", "results", "rnn", "training", "variants"
     ], subpackages
 
 

@@ -33,6 +33,7 @@ from hypothesis import strategies as st
 from minitransformer.cli import main
 from minitransformer.data import CorpusError, Vocab, load_multi30k
 from minitransformer.data import multi30k as multi30k_module
+from minitransformer.lm import LanguageModel, LanguageModelConfig, MaskedLanguageModel
 from minitransformer.model import Transformer, TransformerConfig
 from minitransformer.rnn import AttentionSeq2Seq, ContextSeq2Seq, RNNConfig, SimpleSeq2Seq
 from minitransformer.training import TrainConfig, TrainingDivergedError, fit, recipe
@@ -95,11 +96,12 @@ def _one_line_error(code: int, err: str) -> None:
 
 def test_registry_holds_exactly_the_packages_models():
     assert {cls for cls, _ in MODEL_CLASSES.values()} == {
-        Transformer, SimpleSeq2Seq, ContextSeq2Seq, AttentionSeq2Seq}
+        Transformer, SimpleSeq2Seq, ContextSeq2Seq, AttentionSeq2Seq, LanguageModel,
+        MaskedLanguageModel}
     for name, (model_cls, config_cls) in MODEL_CLASSES.items():
         assert name == f"{model_cls.__module__}:{model_cls.__qualname__}"
         assert model_cls.__module__.startswith("minitransformer.")
-        assert config_cls in (TransformerConfig, RNNConfig)
+        assert config_cls in (TransformerConfig, RNNConfig, LanguageModelConfig)
     assert not hasattr(ckpt_module, "importlib")  # no import by name at all
 
 

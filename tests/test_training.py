@@ -241,7 +241,7 @@ def test_fit_trains_any_seq2seq_model():
 
 
 def test_fit_rejects_bad_batches_and_config():
-    with pytest.raises(TypeError, match="src, tgt_in and tgt_out"):
+    with pytest.raises(TypeError, match=r"Batch \(src, tgt_in, tgt_out\).*LMBatch"):
         fit(tiny_model(), [torch.zeros(2, 3)], config=quick(max_steps=1), progress=False)
     with pytest.raises(TypeError, match="TrainConfig"):
         fit(tiny_model(), batcher(), config={"lr": 1}, progress=False)

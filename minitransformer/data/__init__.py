@@ -10,6 +10,7 @@ kinds share), :mod:`.batching`, :mod:`.synthetic`, :mod:`.multi30k`,
 
 from .batching import Batch, TokenBatcher, make_batch
 from .bpe import apply_bpe, learn_bpe, word_counts
+from .lm_batching import IGNORE_ID, LMBatch, LMBatcher, make_lm_batch, mask_tokens
 from .multi30k import (
     MULTI30K_LANGS,
     MULTI30K_SHA256,
@@ -50,6 +51,11 @@ __all__ = [
     "Batch",
     "make_batch",
     "TokenBatcher",
+    "IGNORE_ID",
+    "LMBatch",
+    "make_lm_batch",
+    "mask_tokens",
+    "LMBatcher",
     "SYNTHETIC_TASKS",
     "SPLITS",
     "make_synthetic",

@@ -37,7 +37,7 @@ from .checkpoint import load_checkpoint, save_checkpoint, set_rng_state
 from .config import TrainConfig
 from .device import autocast_for, pick_device, precision
 from .history import History
-from .loss import batch_parts, evaluate_loss, loss_sum, pad_id_of
+from .loss import batch_parts, evaluate_loss, input_tokens, loss_sum, pad_id_of
 from .resume_checks import IMPLEMENTATION_FLAGS, ResumeMismatchError, check_resume
 from .schedule import learning_rate
 
@@ -183,7 +183,9 @@ class Trainer:
     benchmarks); :meth:`run` is the whole loop.
 
     Args:
-        model: any seq2seq model, ``model(src, tgt_in) -> logits (B, T, V)``;
+        model: a seq2seq model, ``model(src, tgt_in) -> logits (B, T, V)``,
+            or a language model, ``model(inputs) -> logits (B, T, V)``
+            (the batches say which: :func:`~.loss.batch_parts`);
             moved to the device and trained in place.
         config: a :class:`TrainConfig` (default: ``TrainConfig()``).
         valid_batches: batches for :meth:`validate`.
@@ -462,7 +464,11 @@ def fit(
     """Train ``model`` in place and return its :class:`History`.
 
     Args:
-        model: any seq2seq model, ``model(src, tgt_in) -> logits (B, T, V)``.
+        model: a seq2seq model, ``model(src, tgt_in) -> logits (B, T, V)``,
+            trained on :class:`~minitransformer.data.Batch` batches, or a
+            language model, ``model(inputs) -> logits (B, T, V)``, trained on
+            :class:`~minitransformer.data.LMBatch` batches (next-token or
+            masked-LM targets; :class:`~minitransformer.data.LMBatcher`).
         train_batches: a re-iterable of batches (a list, or a ``TokenBatcher``,
             whose ``set_epoch`` is called so every epoch is reshuffled
             reproducibly). Each batch is one optimiser step; under ``torchrun``
@@ -497,7 +503,7 @@ def fit(
 def _optimiser_step(
     model: nn.Module,
     optimizer: torch.optim.Optimizer,
-    parts: tuple[Tensor, Tensor, Tensor],
+    parts: tuple[tuple[Tensor, ...], Tensor],
     lr: float,
     cfg: TrainConfig,
     pad: int,
@@ -505,14 +511,15 @@ def _optimiser_step(
     cast: Callable[[], Any],
 ) -> tuple[Tensor, int]:
     """Forward, loss, backward, clipping and one optimiser step at ``lr`` on
-    ``(src (B, S), tgt_in (B, T), tgt_out (B, T))``; returns (the detached
-    loss, non-pad source + target tokens)."""
-    src, tgt_in, tgt_out = (t.to(device, non_blocking=True) for t in parts)
+    ``(the model's inputs, the targets (B, T))`` (:func:`~.loss.batch_parts`);
+    returns (the detached loss, the tokens processed (:func:`~.loss.input_tokens`))."""
+    inputs = tuple(t.to(device, non_blocking=True) for t in parts[0])
+    target = parts[1].to(device, non_blocking=True)
     for group in optimizer.param_groups:
         group["lr"] = lr
     with cast():
-        logits = model(src, tgt_in)  # (B, T, V)
-    summed, count = loss_sum(logits, tgt_out, cfg.label_smoothing, pad)
+        logits = model(*inputs)  # (B, T, V)
+    summed, count = loss_sum(logits, target, cfg.label_smoothing, pad)
     # Mean over the non-pad tokens of the *global* batch: each process divides
     # by the total count; DDP then averages (÷ world), so multiply back.
     total = dist_utils.all_reduce_sum(count.detach().clone()) if dist_utils.is_on() else count
@@ -523,7 +530,7 @@ def _optimiser_step(
     if cfg.clip_norm is not None:
         nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_norm)
     optimizer.step()
-    tokens = int(count) + int((src != pad).sum())
+    tokens = input_tokens(inputs, count, pad)
     return (summed / count.clamp(min=1)).detach(), tokens
 
 

@@ -18,7 +18,14 @@ from torch import Tensor, nn
 from . import distributed as dist_utils
 from .device import autocast_for
 
-__all__ = ["label_smoothed_cross_entropy", "loss_sum", "evaluate_loss", "batch_parts", "pad_id_of"]
+__all__ = [
+    "label_smoothed_cross_entropy",
+    "loss_sum",
+    "evaluate_loss",
+    "batch_parts",
+    "input_tokens",
+    "pad_id_of",
+]
 
 
 def label_smoothed_cross_entropy(
@@ -32,7 +39,8 @@ def label_smoothed_cross_entropy(
 
     Args:
         logits: ``(B, T, V)`` unnormalised scores.
-        target: ``(B, T)`` token ids; positions equal to ``pad_id`` count for nothing.
+        target: ``(B, T)`` token ids; positions equal to ``pad_id`` or negative
+            (:data:`~minitransformer.data.IGNORE_ID`) count for nothing.
         smoothing: ε in [0, 1).
         pad_id: the padding id.
 
@@ -54,24 +62,45 @@ def loss_sum(
             f"got {tuple(logits.shape)} and {tuple(target.shape)}"
         )
     logp = logits.float().log_softmax(dim=-1)  # (B, T, V)
-    keep = target != pad_id  # (B, T)
-    nll = -logp.gather(-1, target.unsqueeze(-1)).squeeze(-1)  # (B, T)
+    keep = (target != pad_id) & (target >= 0)  # (B, T): IGNORE_ID (-100) counts for nothing
+    nll = -logp.gather(-1, target.clamp(min=0).unsqueeze(-1)).squeeze(-1)  # (B, T)
     loss = nll if smoothing == 0 else (1 - smoothing) * nll - smoothing * logp.mean(dim=-1)
     return loss.masked_fill(~keep, 0.0).sum(), keep.sum()
 
 
 
-def batch_parts(batch: Any) -> tuple[Tensor, Tensor, Tensor]:
-    """``(src (B, S), tgt_in (B, T), tgt_out (B, T))`` of a batch object or a 3-tuple."""
-    if isinstance(batch, (tuple, list)) and len(batch) == 3:
-        return tuple(batch)
+def batch_parts(batch: Any) -> tuple[tuple[Tensor, ...], Tensor]:
+    """``(the model's inputs, the targets (B, T))`` of a batch.
+
+    - a seq2seq batch (:class:`~minitransformer.data.Batch` or a
+      ``(src, tgt_in, tgt_out)`` tuple): ``((src, tgt_in), tgt_out)``, the
+      model called as ``model(src, tgt_in)``;
+    - a language-model batch (:class:`~minitransformer.data.LMBatch` or an
+      ``(inputs, targets)`` tuple): ``((inputs,), targets)``, the model called
+      as ``model(inputs)``.
+    """
+    if isinstance(batch, (tuple, list)) and len(batch) in (2, 3):
+        return tuple(batch[:-1]), batch[-1]
+    if hasattr(batch, "inputs") and hasattr(batch, "targets"):
+        return (batch.inputs,), batch.targets
     try:
-        return batch.src, batch.tgt_in, batch.tgt_out
+        return (batch.src, batch.tgt_in), batch.tgt_out
     except AttributeError:
         raise TypeError(
-            "fit: each batch must have src, tgt_in and tgt_out (a minitransformer.data.Batch) "
-            f"or be a (src, tgt_in, tgt_out) tuple, got {type(batch).__name__}"
+            "fit: each batch must be a minitransformer.data.Batch (src, tgt_in, tgt_out), "
+            "a minitransformer.data.LMBatch (inputs, targets), or a tuple of those tensors, "
+            f"got {type(batch).__name__}"
         ) from None
+
+
+def input_tokens(inputs: tuple[Tensor, ...], counted: Tensor, pad_id: int) -> int:
+    """Tokens a step processed, for tokens/s: the targets counted by the loss,
+    plus a seq2seq model's non-pad source tokens (a language model's inputs
+    are its targets shifted, so they count once)."""
+    tokens = int(counted)
+    if len(inputs) == 2:
+        tokens += int((inputs[0] != pad_id).sum())
+    return tokens
 
 
 def pad_id_of(model: nn.Module, pad_id: int | None) -> int:
@@ -91,7 +120,8 @@ def evaluate_loss(
     amp: str = "off",
 ) -> float:
     """Mean cross-entropy (no label smoothing, nats per target token) over
-    ``batches``; ``exp`` of it is the perplexity. Under ``torchrun`` each
+    ``batches`` (seq2seq or language-model batches, see :func:`batch_parts`);
+    ``exp`` of it is the perplexity. Under ``torchrun`` each
     process evaluates its share and the sums are combined."""
     inner = getattr(model, "module", model)
     pad = pad_id_of(inner, pad_id)
@@ -104,10 +134,10 @@ def evaluate_loss(
     for i, batch in enumerate(batches):
         if i % world != rank:
             continue
-        src, tgt_in, tgt_out = (t.to(device) for t in batch_parts(batch))
+        inputs, target = batch_parts(batch)
         with cast():
-            logits = inner(src, tgt_in)
-        summed, count = loss_sum(logits, tgt_out, 0.0, pad)
+            logits = inner(*(t.to(device) for t in inputs))
+        summed, count = loss_sum(logits, target.to(device), 0.0, pad)
         total += torch.stack([summed.double(), count.double()])
     dist_utils.all_reduce_sum(total)
     inner.train(was_training)
