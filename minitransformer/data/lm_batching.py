@@ -214,10 +214,16 @@ class LMBatcher(TokenBatcher):
         super().__init__(pairs, max_tokens, shuffle, seed, pad_id, bos_id, eos_id)
         if masking is not None:
             mask_tokens(torch.zeros(1, 1, dtype=torch.long), **masking)  # checks the keywords
+            # A masked row also holds its final EOS (L + 1 tokens): pack it one longer.
+            self._lengths = [(s + 1, t) for s, t in self._lengths]
+            self._sizes = self._pack(sorted(self._lengths))
         self.masking = masking
 
     def _generate(self, batches: list[list[int]]) -> Iterator[LMBatch]:
-        epoch = self.epoch - 1 if self.shuffle else 0
+        # Read the epoch now, as iter() counts it, not when the first batch is asked for.
+        return self._batches(batches, self.epoch - 1 if self.shuffle else 0)
+
+    def _batches(self, batches: list[list[int]], epoch: int) -> Iterator[LMBatch]:
         for number, idx in enumerate(batches):
             batch = make_lm_batch([self.examples[i] for i in idx], self.pad_id, self.bos_id,
                                   self.eos_id)
