@@ -411,7 +411,9 @@ def translate(
 
     Sentences are decoded in batches of similar source length (sorted, then
     put back in the input order), each with ``max_len`` = its batch's longest
-    source + ``extra_len`` (capped by the model's ``config.max_len``). A batch
+    source + ``extra_len`` (capped by the model's ``config.max_len``); a source
+    is cut to ``config.max_len`` tokens, or to ``config.max_src_len`` where the
+    config has one (:class:`~minitransformer.lm.PromptedLanguageModel`). A batch
     holds at most ``batch_size`` sentences and at most ``max_rows`` rows
     (sentences × beam size), which bounds the memory of a decoding step: the
     candidate scores take ``rows × V`` floats and the key/value cache grows
@@ -461,9 +463,11 @@ def translate(
         device = next(model.parameters()).device
     pad_id = model.config.pad_id
     limit = getattr(model.config, "max_len", None)
+    # a source may have room for more tokens than a target (a prompted language model)
+    src_limit = getattr(model.config, "max_src_len", limit)
     encoded = [src_tok.encode(s) if s.strip() else [] for s in sentences]
-    if limit is not None:
-        encoded = [ids[:limit] for ids in encoded]
+    if src_limit is not None:
+        encoded = [ids[:src_limit] for ids in encoded]
     order = sorted((i for i, ids in enumerate(encoded) if ids), key=lambda i: len(encoded[i]))
     out = [""] * len(encoded)
     bos, eos = tgt_tok.bos_id, tgt_tok.eos_id

@@ -259,3 +259,36 @@ def test_translate_with_lm_refuses_a_single_string():
     tok = word_tokenizer()
     with pytest.raises(TypeError, match="single string"):
         mt.translate_with_lm(lm(), "w1 w2", tok, tok)
+
+
+@pytest.mark.parametrize("words", [5, 8, 11])
+def test_translate_with_lm_reads_the_whole_source_when_it_fits(words):
+    """A prompt of S tokens leaves max_len - S positions for the target; the
+    source itself is not cut to that (it was, silently, when S > max_len / 2)."""
+    tok = word_tokenizer()
+    model = lm(seed=5, max_len=12).double().eval()
+    sentence = " ".join(WORDS[i % len(WORDS)] for i in range(words))
+    src = tok.encode(sentence)
+    assert len(src) == words
+    seq, expected = src + [BOS_ID], []  # the argmax chain by hand, as far as the positions go
+    with torch.no_grad():
+        while len(seq) <= 12:
+            last = model(torch.tensor([seq]))[0, -1]
+            last[[PAD_ID, BOS_ID, tok.unk_id]] = -math.inf
+            token = int(last.argmax())
+            if token == EOS_ID:
+                break
+            expected.append(token)
+            seq.append(token)
+    assert mt.translate_with_lm(model, [sentence], tok, tok, extra_len=50) == [
+        tok.decode(expected)]
+
+
+def test_translate_with_lm_cuts_a_source_with_no_room_left_to_what_fits():
+    tok = word_tokenizer()
+    model = lm(seed=5, max_len=12).double().eval()
+    long = " ".join(WORDS[i % len(WORDS)] for i in range(15))
+    cut = " ".join(long.split()[:11])  # 11 tokens + BOS fill the 12 positions
+    assert mt.translate_with_lm(model, [long, cut], tok, tok) == \
+        mt.translate_with_lm(model, [cut, cut], tok, tok)
+    assert len(mt.translate_with_lm(model, [long], tok, tok)[0].split()) == 1

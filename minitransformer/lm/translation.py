@@ -44,6 +44,7 @@ class _PromptedConfig:
     src_vocab_size: int
     tgt_vocab_size: int
     max_len: int  #: target tokens (BOS included) that fit after the longest prompt
+    max_src_len: int  #: the longest prompt: one that leaves a position for BOS
 
 
 class PromptedLanguageModel(nn.Module):
@@ -70,7 +71,7 @@ class PromptedLanguageModel(nn.Module):
         self.model = model
         c = model.config
         self.config = _PromptedConfig(c.pad_id, c.vocab_size, c.vocab_size,
-                                      max(1, c.max_len - prompt_len))
+                                      max(1, c.max_len - prompt_len), max(1, c.max_len - 1))
 
     def src_mask(self, src: Tensor) -> Tensor:
         """``(N, 1, 1, S)`` padding mask (True = real token)."""
@@ -127,16 +128,21 @@ def translate_with_lm(
     goes through :func:`~minitransformer.decoding.translate` with a
     :class:`PromptedLanguageModel` (so ``beam_size``, ``extra_len``,
     ``batch_size``, ``length_penalty``, ``device``, ``use_cache``... mean
-    what they mean there). Returns one translation per sentence, in order.
+    what they mean there). A source longer than ``max_len - 1`` tokens is
+    cut to that (as :func:`~minitransformer.decoding.translate` cuts a
+    seq2seq model's sources): with BOS it fills every position, and one
+    target token is generated. Returns one translation per sentence, in order.
     """
     from ..data import as_tokenizer
 
     if isinstance(sentences, str):
         raise TypeError("translate_with_lm: expected a list of sentences, got a single string")
     src_tok = as_tokenizer(src_vocab, options.get("lowercase", True))
+    longest = max(1, model.config.max_len - 1)  # the prompt, then BOS at the last position
     groups: dict[int, list[int]] = defaultdict(list)
     for i, sentence in enumerate(sentences):
-        groups[len(src_tok.encode(sentence)) if sentence.strip() else 0].append(i)
+        length = len(src_tok.encode(sentence)) if sentence.strip() else 0
+        groups[min(length, longest)].append(i)
     out = [""] * len(sentences)
     for length, indices in sorted(groups.items()):
         if length == 0:
