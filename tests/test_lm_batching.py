@@ -295,3 +295,20 @@ def test_lm_batcher_checks_the_masking_keywords():
         mt.LMBatcher(sentences(5), masking=dict(mask_id=MASK, vocab_size=V, q=0.1))
     with pytest.raises(TypeError, match="example 1"):
         mt.LMBatcher([[5, 6], "text"])
+
+
+def test_masking_never_chooses_the_batchers_own_special_ids():
+    """With other special ids than the defaults, padding, BOS and EOS are
+    still never chosen (p = 1 chooses every ordinary token)."""
+    data = [[7 + (i + j) % 20 for j in range(1 + i % 9)] for i in range(40)]
+    batcher = mt.LMBatcher(data, max_tokens=100, shuffle=False, pad_id=4, bos_id=5, eos_id=6,
+                           masking=dict(mask_id=3, vocab_size=V, p=1.0))
+    for idx, batch in zip(batcher.batch_indices(0), batcher, strict=True):
+        longest = max(len(data[i]) for i in idx)
+        for row, i in enumerate(idx):
+            original = [5] + data[i] + [6] + [4] * (longest - len(data[i]))
+            labels = batch.targets[row].tolist()
+            assert labels == [IGNORE] + data[i] + [IGNORE] * (longest - len(data[i]) + 1)
+            inputs = batch.inputs[row].tolist()
+            assert [inputs[0], inputs[len(data[i]) + 1]] == [5, 6]
+            assert inputs[len(data[i]) + 2:] == original[len(data[i]) + 2:]

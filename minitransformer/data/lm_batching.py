@@ -191,7 +191,9 @@ class LMBatcher(TokenBatcher):
         masking: ``None`` for next-token batches; for masked-LM batches, the
             keywords of :func:`mask_tokens` (``mask_id``, ``vocab_size``, ``p``...):
             each batch is then ``tokens = [BOS] + sentence + [EOS]`` with
-            inputs and labels from :func:`mask_tokens`, drawn from a generator
+            inputs and labels from :func:`mask_tokens` (``special_ids``, by
+            default the unknown id, always with this batcher's padding, BOS
+            and EOS ids), drawn from a generator
             seeded by ``(seed, epoch, batch)`` (by ``(seed, batch)`` when not
             shuffling, so evaluation batches are the same every time).
         pad_id, bos_id, eos_id: the special ids.
@@ -239,5 +241,8 @@ class LMBatcher(TokenBatcher):
         tokens[ends[:, 0], ends[:, 1] + 1] = self.eos_id  # (B, L + 1)
         generator = torch.Generator().manual_seed(
             (self.seed * 1_000_003 + epoch) * 1_000_003 + number)
-        inputs, labels = mask_tokens(tokens, generator=generator, **self.masking)
+        # this batcher's padding, BOS and EOS are never chosen, whatever their ids
+        given = self.masking.get("special_ids", (UNK_ID,))
+        options = {**self.masking, "special_ids": (*given, self.pad_id, self.bos_id, self.eos_id)}
+        inputs, labels = mask_tokens(tokens, generator=generator, **options)
         return LMBatch(inputs, labels, self.pad_id)
