@@ -197,6 +197,7 @@ def test_greedy_generation_is_the_argmax_chain(use_cache):
 @pytest.mark.parametrize("options", [
     dict(temperature=0), dict(top_k=1), dict(temperature=1.0), dict(temperature=0.7, top_k=5),
     dict(top_p=0.8), dict(temperature=1.3, top_k=8, top_p=0.9),
+    dict(temperature=1.0, eos_id=5),  # three of the four rows stop early
 ])
 def test_cached_generation_equals_uncached_token_for_token(options):
     model = tiny_lm(seed=2).double()  # float64: no rounding difference can flip a draw
