@@ -16,6 +16,7 @@ import minitransformer as mt
 from minitransformer.data import BOS_ID, EOS_ID, PAD_ID, SPECIALS, Vocab, WordTokenizer
 from minitransformer.decoding import beam_search, greedy_decode, translate
 from minitransformer.training import TrainConfig, Trainer, evaluate_loss, fit
+from minitransformer.training.checkpoint import build_model
 
 IGNORE = -100
 V = 16
@@ -123,6 +124,31 @@ def test_a_training_step_takes_the_label_smoothed_loss_of_both_kinds_of_batch(ep
     report = Trainer(model, quick(label_smoothing=eps)).step(batch)
     assert float(report.loss) == pytest.approx(float(expected), rel=1e-5)
     assert report.tokens == batch.num_target_tokens
+
+
+def test_a_masked_lm_run_resumes_exactly_and_its_checkpoint_rebuilds_it(tmp_path):
+    """Stop in the middle of the second epoch and resume from the file in a
+    fresh model: the same losses as an uninterrupted run (the masking of every
+    batch included), and build_model gives the trained model."""
+    masking = dict(mask_id=3, vocab_size=V, p=0.3)
+    train = mt.LMBatcher(counting(60), max_tokens=120, seed=2, masking=masking)
+    n = len(train)
+    total = n + n // 2 + 2
+    make = lambda seed=0: lm(mt.MaskedLanguageModel, seed=seed)  # noqa: E731
+    whole = fit(make(), train, config=quick(max_steps=total), progress=False)
+    first = fit(make(), train, config=quick(max_steps=n + 2, checkpoint_dir=str(tmp_path)),
+                progress=False)
+    assert first.train_loss == whole.train_loss[: n + 2]
+    resumed_model = make(seed=7)
+    resumed = fit(resumed_model, train, config=quick(max_steps=total, resume=True,
+                                                     checkpoint_dir=str(tmp_path)),
+                  progress=False)
+    assert resumed.train_loss == whole.train_loss
+    rebuilt = build_model(tmp_path / "last.pt")
+    assert type(rebuilt) is mt.MaskedLanguageModel
+    tokens = mt.make_lm_batch(counting(4, seed=9)).inputs
+    with torch.no_grad():
+        torch.testing.assert_close(rebuilt(tokens), resumed_model.eval()(tokens), rtol=0, atol=0)
 
 
 # --- PromptedLanguageModel -----------------------------------------------------------------------
