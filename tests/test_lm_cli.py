@@ -5,16 +5,19 @@ The flags come from LanguageModelConfig's and TrainConfig's fields; the run
 folder is refused, resumed and replaced as ``train``'s is; the tokenizer is
 the one ``train`` builds; the printed perplexity is ``exp`` of the loss
 evaluated independently on the validation split; greedy sampling equals an
-argmax loop written here; a fixed seed gives the same samples; every error
-is one line with exit status 2.
+argmax loop written here, and for a masked-LM run greedy filling-in the
+argmax at each blank; a fixed seed gives the same samples; every error is
+one line with exit status 2.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import math
 import re
+import shlex
 import shutil
 from pathlib import Path
 
@@ -23,7 +26,15 @@ import torch
 
 from minitransformer import LanguageModel, LanguageModelConfig, MaskedLanguageModel
 from minitransformer.cli import build_parser, main
-from minitransformer.data import BOS_ID, EOS_ID, LMBatcher, build_tokenizers, load_multi30k
+from minitransformer.data import (
+    BOS_ID,
+    EOS_ID,
+    PAD_ID,
+    UNK_ID,
+    LMBatcher,
+    build_tokenizers,
+    load_multi30k,
+)
 from minitransformer.data.lines import one_line
 from minitransformer.lm import cli as lm_cli
 from minitransformer.model import Transformer, TransformerConfig
@@ -59,6 +70,12 @@ def _flags(*commands: str) -> dict[str, argparse.Action]:
         sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
         parser = sub.choices[command]
     return {s: a for a in parser._actions for s in a.option_strings}
+
+
+def _tokenizer():
+    """The tokenizer ``train`` builds from the fixture's German-English pairs."""
+    pairs = load_multi30k("train", "de", "en", root=FIXTURES, download=False)
+    return build_tokenizers(pairs, "subword", vocab_size=400)[1]
 
 
 def _train(tmp: Path, *more: str) -> list[str]:
@@ -143,6 +160,15 @@ def test_model_flags_are_checked_before_anything_is_written(capsys, tmp_path):
     assert "divisible" in err and not (tmp_path / "o").exists()
 
 
+def test_the_readmes_lm_commands_parse():
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    lines = [line for line in readme.splitlines()
+             if line.startswith("python -m minitransformer lm ")]
+    assert {shlex.split(line)[4] for line in lines} == {"train", "sample"}
+    for line in lines:
+        build_parser().parse_args(shlex.split(line)[3:])
+
+
 @pytest.mark.parametrize("command, flag_name", [("train", "--objective"),
                                                 ("sample", "--top-p")])
 def test_help(capsys, command, flag_name):
@@ -156,8 +182,7 @@ def test_help(capsys, command, flag_name):
 
 def test_the_run_holds_the_tokenizer_train_builds(gpt_run):
     ckpt = load_checkpoint(gpt_run / "best.pt")
-    pairs = load_multi30k("train", "de", "en", root=FIXTURES, download=False)
-    tokenizer = build_tokenizers(pairs, "subword", vocab_size=400)[1]
+    tokenizer = _tokenizer()
     assert tokenizer.model_proto == (gpt_run / "tokenizer.model").read_bytes()
     model = build_model(ckpt)
     assert isinstance(model, LanguageModel) and not isinstance(model, MaskedLanguageModel)
@@ -171,9 +196,7 @@ def test_printed_perplexity_is_exp_of_the_validation_loss(gpt_output):
     printed = float(re.search(r"perplexity ([\d.]+)", out).group(1))
     model = build_model(run / "last.pt")  # the weights validated last (the average)
     pairs = load_multi30k("val", "de", "en", root=FIXTURES, download=False)
-    tokenizer = build_tokenizers(
-        load_multi30k("train", "de", "en", root=FIXTURES, download=False), "subword",
-        vocab_size=400)[1]
+    tokenizer = _tokenizer()
     valid = [ids for ids in (tokenizer.encode(en) for _, en in pairs) if ids]
     loss = evaluate_loss(model, LMBatcher(valid, 256, shuffle=False))
     assert printed == pytest.approx(math.exp(loss), abs=0.051)
@@ -231,10 +254,7 @@ def test_a_fixed_seed_gives_the_same_samples(gpt_run, capsys):
 
 def test_greedy_sampling_is_the_argmax_continuation(gpt_run, capsys):
     """temperature 0 = an argmax loop over the whole sequence (no cache), after BOS."""
-    model = build_model(gpt_run / "best.pt")
-    tokenizer = build_tokenizers(
-        load_multi30k("train", "de", "en", root=FIXTURES, download=False), "subword",
-        vocab_size=400)[1]
+    model, tokenizer = build_model(gpt_run / "best.pt"), _tokenizer()
     ids = [BOS_ID] + tokenizer.encode("Two men")
     with torch.no_grad():
         for _ in range(15):
@@ -271,16 +291,51 @@ def test_sample_refuses_a_translator_and_translate_an_lm(gpt_run, capsys, tmp_pa
 # --- the masked objective ----------------------------------------------------------------------
 
 
-def test_masked_run_has_the_mask_id_and_sample_refuses_it(capsys, tmp_path):
-    code, out, err = _cli(capsys, _train(tmp_path, "--max-steps", "3", "--objective", "masked"))
-    assert code == 0, err
-    assert "masked tokens" in out and "perplexity" in out
-    ckpt = load_checkpoint(tmp_path / "last.pt")
+@pytest.fixture(scope="module")
+def bert_run(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("bert")
+    code = main(_train(out, "--max-steps", "3", "--objective", "masked"))
+    assert code == 0
+    return out
+
+
+def test_masked_run_has_the_mask_id(bert_run):
+    ckpt = load_checkpoint(bert_run / "last.pt")
     model = build_model(ckpt)
-    size = len(build_tokenizers(load_multi30k("train", root=FIXTURES, download=False),
-                                "subword", vocab_size=400)[0])
+    size = len(_tokenizer())
     assert isinstance(model, MaskedLanguageModel) and model.config.vocab_size == size + 1
     assert ckpt["vocabs"]["lm"]["mask_id"] == size
-    code, _, err = _cli(capsys, ["lm", "sample", "--run", str(tmp_path)])
+    assert json.loads((bert_run / "run.json").read_text())["objective"] == "masked"
+
+
+def test_masked_run_prints_the_masked_tokens_perplexity(bert_run, capsys, tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(bert_run, run)
+    code, out, err = _cli(capsys, _train(run, "--max-steps", "4", "--objective", "masked",
+                                         "--resume"))
+    assert code == 0, err
+    assert re.search(r"validation cross-entropy \(masked tokens\) [\d.]+ nats/token, "
+                     r"perplexity [\d.]+", out), out
+
+
+def test_greedy_fill_in_is_the_argmax_at_each_blank(bert_run, capsys):
+    model, tokenizer = build_model(bert_run / "best.pt"), _tokenizer()
+    mask_id = len(tokenizer)
+    ids = [BOS_ID, *tokenizer.encode("A dog"), mask_id, *tokenizer.encode("in the"), mask_id,
+           *tokenizer.encode("grass"), EOS_ID]
+    with torch.no_grad():
+        logits = model(torch.tensor([ids]))[0]
+    logits[:, [PAD_ID, BOS_ID, EOS_ID, UNK_ID, mask_id]] = -math.inf
+    filled = [int(logits[i].argmax()) if t == mask_id else t for i, t in enumerate(ids)]
+    lines = _sample(capsys, bert_run, "--prompt", "A dog [MASK] in the [MASK] grass",
+                    "--temperature", "0")
+    assert lines == [one_line(tokenizer.decode(filled))]
+
+
+def test_fill_in_with_a_seed_repeats_and_needs_a_blank(bert_run, capsys):
+    argv = ("--prompt", "[MASK] man [MASK].", "--num-samples", "4", "--seed", "3")
+    first = _sample(capsys, bert_run, *argv)
+    assert len(first) == 4 and _sample(capsys, bert_run, *argv) == first
+    code, _, err = _cli(capsys, ["lm", "sample", "--run", str(bert_run), "--prompt", "A dog"])
     _one_line_error(code, err)
-    assert "masked language model" in err
+    assert "masked language model" in err and "[MASK]" in err

@@ -25,7 +25,10 @@ validation perplexity, ``exp`` of :func:`~minitransformer.training.evaluate_loss
 
 ``lm sample`` encodes ``--prompt`` after BOS (no EOS), continues it with
 :func:`~minitransformer.lm.generate` (temperature, top-k, top-p, a seeded
-generator) and prints each sample, prompt included, one a line. Errors are
+generator) and prints each sample, prompt included, one a line. For a
+masked-LM run it fills in the blanks instead: each ``[MASK]`` of the prompt
+becomes the mask token and is replaced by one token drawn in a single pass
+of the model (BERT reads the whole sentence, so it cannot continue one). Errors are
 :class:`~minitransformer.training.runs.RunError` (one line; the command line
 prints it and exits with status 2).
 """
@@ -40,7 +43,15 @@ from typing import Any
 
 import torch
 
-from ..data import BOS_ID, EOS_ID, LMBatcher, SubwordTokenizer, tokenizer_from_dict
+from ..data import (
+    BOS_ID,
+    EOS_ID,
+    PAD_ID,
+    UNK_ID,
+    LMBatcher,
+    SubwordTokenizer,
+    tokenizer_from_dict,
+)
 from ..data.lines import one_line
 from ..training import TrainingDivergedError, fit, options, precision
 from ..training.checkpoint import build_model, load_checkpoint
@@ -59,10 +70,10 @@ from ..training.runs import (
     write_json,
 )
 from .models import LanguageModel, MaskedLanguageModel
-from .sampling import generate
+from .sampling import generate, sample_next
 
-__all__ = ["add_lm_parser", "COMMANDS", "OBJECTIVES", "LANGS", "lm_config_from_flags",
-           "lm_train_config_from_flags"]
+__all__ = ["add_lm_parser", "COMMANDS", "OBJECTIVES", "LANGS", "BLANK",
+           "lm_config_from_flags", "lm_train_config_from_flags"]
 
 #: ``--objective``: the model class each trains.
 OBJECTIVES: dict[str, type] = {"causal": LanguageModel, "masked": MaskedLanguageModel}
@@ -72,6 +83,8 @@ LANGS = ("de", "en")
 _BUDGET = {"epochs", "max_steps", "max_minutes"}
 _TRAIN_DEFAULTS = {**CPU_LM_TRAINING, "epochs": None, "max_minutes": 10.0}
 _RUN_KIND = "lm"  # run.json's "kind": what makes a folder an lm train run
+#: What marks a missing token in ``lm sample --prompt`` for a masked-LM run.
+BLANK = "[MASK]"
 
 
 # --------------------------------------------------------------------------- parser
@@ -331,13 +344,10 @@ def _load(path: Path, device: torch.device) -> tuple[torch.nn.Module, Any]:
         raise
     except (ValueError, TypeError, KeyError, RuntimeError, AttributeError) as err:
         raise RunError(f"cannot use checkpoint {file}: {err}") from None
-    if isinstance(model, MaskedLanguageModel):
-        raise RunError(f"{file} holds a masked language model (BERT-style, --objective masked),"
-                       " which fills in blanks and does not continue text; sample from a run "
-                       "trained with --objective causal")
-    if not isinstance(model, LanguageModel):
-        raise RunError(f"{file} holds a {type(model).__name__}, not a LanguageModel")
-    if model.config.vocab_size != len(tokenizer):
+    if not isinstance(model, (LanguageModel, MaskedLanguageModel)):
+        raise RunError(f"{file} holds a {type(model).__name__}, not a language model")
+    extra = 1 if isinstance(model, MaskedLanguageModel) else 0  # the mask token's id
+    if model.config.vocab_size != len(tokenizer) + extra:
         raise RunError(f"cannot use checkpoint {file}: its tokenizer has {len(tokenizer)} ids "
                        f"but its model {model.config.vocab_size}")
     return model.to(device), tokenizer
@@ -346,6 +356,8 @@ def _load(path: Path, device: torch.device) -> tuple[torch.nn.Module, Any]:
 def _sample(args: argparse.Namespace) -> int:
     device = device_for(args.device)
     model, tokenizer = _load(args.run, device)
+    if isinstance(model, MaskedLanguageModel):
+        return _fill_in(args, model, tokenizer, device)
     prompt = [BOS_ID] + tokenizer.encode(args.prompt)
     positions = model.config.max_len
     if len(prompt) + args.max_new_tokens > positions:
@@ -357,6 +369,58 @@ def _sample(args: argparse.Namespace) -> int:
         out = generate(model, rows, args.max_new_tokens, temperature=args.temperature,
                        top_k=args.top_k, top_p=args.top_p, generator=generator, eos_id=EOS_ID)
     for row in out.cpu():
+        print(one_line(tokenizer.decode(row)), flush=True)
+    return 0
+
+
+def _around_blanks(tokenizer: Any, parts: list[str], mask_id: int) -> list[int]:
+    """The ids of ``parts`` with ``mask_id`` between each two. A subword
+    tokenizer puts a space before the text of each call (SentencePiece's
+    dummy prefix), which is the space a word after a blank has; the space
+    before a blank is left out (the filled-in token brings its own), and
+    a part glued to the blank before it (``[MASK].``) loses that prefix when
+    it is a piece of its own."""
+    ids: list[int] = []
+    for i, part in enumerate(parts):
+        if i > 0:
+            ids.append(mask_id)
+        text = part.rstrip() if i + 1 < len(parts) else part
+        piece_ids = tokenizer.encode(text.lstrip() if i > 0 else text)
+        glued = i > 0 and text[:1] not in ("", " ")
+        if glued and piece_ids and getattr(tokenizer, "id_to_piece", str)(piece_ids[0]) == "▁":
+            piece_ids = piece_ids[1:]
+        ids += piece_ids
+    return ids
+
+
+def _fill_in(args: argparse.Namespace, model: MaskedLanguageModel, tokenizer: Any,
+             device: torch.device) -> int:
+    """A masked-LM run: each :data:`BLANK` of ``--prompt`` becomes the mask
+    token; one pass of the model fills every blank with one token (drawn as
+    ``lm sample`` draws: temperature, top-k, top-p, seed); prints each
+    sample, one a line."""
+    parts = args.prompt.split(BLANK)
+    if len(parts) == 1:
+        raise RunError(f"{args.run} holds a masked language model (--objective masked), which "
+                       f"fills in blanks and does not continue text: mark each missing token "
+                       f"with {BLANK} in --prompt, or sample from an --objective causal run")
+    mask_id = model.config.vocab_size - 1  # lm train's: the id after the tokenizer's
+    ids = [BOS_ID] + _around_blanks(tokenizer, parts, mask_id) + [EOS_ID]
+    if len(ids) > model.config.max_len:
+        raise RunError(f"the prompt's {len(ids)} tokens (BOS and EOS included) exceed the "
+                       f"model's {model.config.max_len} positions")
+    rows = torch.tensor([ids] * args.num_samples, dtype=torch.long, device=device)
+    generator = torch.Generator(device=device).manual_seed(args.seed)
+    blanks = (rows[0] == mask_id).nonzero().squeeze(1)  # (K,) positions
+    with torch.inference_mode(), out_of_memory("out of memory while filling in; try a "
+                                               "smaller --num-samples"):
+        logits = model(rows)[:, blanks]  # (N, K, V)
+        logits[..., [PAD_ID, BOS_ID, EOS_ID, UNK_ID, mask_id]] = float("-inf")
+        flat = logits.reshape(-1, logits.shape[-1])  # (N * K, V)
+        chosen = sample_next(flat, temperature=args.temperature, top_k=args.top_k,
+                             top_p=args.top_p, generator=generator)
+        rows[:, blanks] = chosen.view(args.num_samples, -1)
+    for row in rows.cpu():
         print(one_line(tokenizer.decode(row)), flush=True)
     return 0
 
