@@ -42,6 +42,7 @@ from minitransformer.training import TrainConfig, evaluate_loss, options
 from minitransformer.training.checkpoint import build_model, load_checkpoint, save_checkpoint
 from minitransformer.training.options import SET_BY_CALLER, flag
 from minitransformer.training.presets import CPU_DATA, CPU_LM, CPU_LM_TRAINING, positions_for
+from minitransformer.training.runs import lock_run
 
 FIXTURES = Path(__file__).parent / "fixtures" / "multi30k"
 TINY = ["--data-root", str(FIXTURES), "--no-download", "--d-model", "16", "--heads", "2",
@@ -234,6 +235,14 @@ def test_resume_of_a_translation_run_is_refused(capsys, tmp_path):
     (tmp_path / "run.json").write_text('{"src_lang": "de", "tgt_lang": "en"}')
     code, _, err = _cli(capsys, _train(tmp_path, "--max-steps", "2", "--resume"))
     _one_line_error(code, err)
+    assert "holds no lm train run" in err
+
+
+def test_one_lm_train_at_a_time_in_a_folder(capsys, tmp_path):
+    with lock_run(tmp_path):  # as another train holding the folder would
+        code, _, err = _cli(capsys, _train(tmp_path, "--max-steps", "2"))
+    _one_line_error(code, err)
+    assert "in use by another train" in err and not (tmp_path / "last.pt").exists()
 
 
 # --- lm sample -------------------------------------------------------------------------------

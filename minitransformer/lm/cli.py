@@ -240,11 +240,11 @@ def _check_resume(args: argparse.Namespace, tokenizer: Any, model_config: Any) -
     objective, language, data settings, every model field and the tokenizer;
     one line names every difference."""
     file = args.out / "last.pt"
-    ckpt = load_checkpoint(file)
     info = read_run_info(args.out, LANGS)
     if info.get("kind") != _RUN_KIND:
         raise RunError(f"--resume: {args.out} holds no lm train run (its run.json says no "
                        "\"kind\": \"lm\"); train it with lm train, or choose another --out")
+    ckpt = load_checkpoint(file)
     for key in RESUME_KEYS:
         if not ckpt.get(key):
             raise RunError(f"cannot resume from {file}: it holds no {key}")

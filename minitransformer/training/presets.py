@@ -34,6 +34,11 @@ renamed field fails at once), and they read like the dicts they replace
   (the longest training sentence, in tokens) and ``max_tokens`` of
   :class:`~minitransformer.data.TokenBatcher`.
 
+The command line's language model (``lm train``) takes its defaults from
+:data:`CPU_LM` (fields of :class:`~minitransformer.lm.LanguageModelConfig`,
+derived from :data:`CPU_MODEL`) and :data:`CPU_LM_TRAINING` (:data:`CPU_TRAINING`
+without label smoothing).
+
 :func:`cpu_model_config` and :func:`cpu_train_config` build the configs,
 with :func:`positions_for` the one rule for the model's ``max_len``.
 """
