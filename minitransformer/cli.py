@@ -4,6 +4,9 @@
     echo "Ein Mann fährt Fahrrad." | python -m minitransformer translate --checkpoint runs/de-en
     python -m minitransformer evaluate --checkpoint runs/de-en --split test_2016_flickr --beam 4
 
+``lm train`` and ``lm sample`` (a GPT- or BERT-style language model) are
+:mod:`minitransformer.lm.cli`'s.
+
 ``train``'s defaults are the book's CPU configuration, the one chapter 10
 trains (:mod:`minitransformer.training.presets`): an encoder-decoder
 Transformer (Vaswani et al. 2017), pre-LN, trained with Adam, the warm-up
@@ -46,6 +49,7 @@ from .data import (
 )
 from .data.lines import LongLines, one_line, read_lines, windows
 from .decoding import MAX_ROWS, translate
+from .lm import cli as lm_cli
 from .metrics import corpus_scores
 from .training import TrainingDivergedError, fit, options, precision
 from .training.options import add_config_flags, number
@@ -92,7 +96,7 @@ _MODEL_DEFAULTS = {**CPU_MODEL, "share_embeddings": None}  # None: by --tokenize
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The ``argparse`` parser of the three commands."""
+    """The ``argparse`` parser of the commands."""
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="Train, use and evaluate the minitransformer translator (Multi30k).",
@@ -104,6 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
                      "Read one source sentence a line on stdin; write exactly one detokenised "
                      "translation a line on stdout (an empty line gives an empty line).")
     _evaluate_parser(sub)
+    lm_cli.add_lm_parser(sub, _sub, _corpus_args)  # lm train, lm sample
     return parser
 
 
@@ -352,7 +357,8 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"train": _cmd_train, "translate": _cmd_translate, "evaluate": _cmd_evaluate}
+COMMANDS = {"train": _cmd_train, "translate": _cmd_translate, "evaluate": _cmd_evaluate,
+            **lm_cli.COMMANDS}
 
 
 def _describe(err: BaseException) -> str:

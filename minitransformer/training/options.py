@@ -2,6 +2,8 @@
 
 Every field of :class:`~minitransformer.model.TransformerConfig` and of
 :class:`~minitransformer.training.TrainConfig` becomes a ``train`` flag
+(and every field of :class:`~minitransformer.lm.LanguageModelConfig` and
+:class:`~minitransformer.training.TrainConfig` an ``lm train`` flag)
 (``--field-name``), typed from the field's annotation (``int``, ``float``,
 ``bool``, ``Literal[...]``, ``X | None``, ``tuple[float, float]``), with the
 preset's value (:mod:`~minitransformer.training.presets`) or the field's
@@ -27,6 +29,7 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..lm.models import LanguageModelConfig
 from ..model import TransformerConfig
 from .config import TrainConfig
 from .device import AMP_MODES
@@ -34,12 +37,14 @@ from .schedule import SCHEDULES
 
 __all__ = ["number", "flag", "field_default", "config_fields", "add_config_flags",
            "config_from_args", "HELP", "RENAMED", "INVERTED", "SET_BY_CALLER",
-           "MODEL_CONFIG", "TRAIN_CONFIG"]
+           "MODEL_CONFIG", "TRAIN_CONFIG", "LM_CONFIG"]
 
 #: The classes ``train`` builds (module attributes, read at each call, so a
 #: test can put a subclass with one more field in their place).
 MODEL_CONFIG: type = TransformerConfig
 TRAIN_CONFIG: type = TrainConfig
+#: The language model's config class, which ``lm train`` builds.
+LM_CONFIG: type = LanguageModelConfig
 
 
 def number(kind: type = int, low: float | None = None, high: float | None = None, *,
@@ -88,6 +93,7 @@ HELP: dict[str, str] = {
     "num_heads": "attention heads",
     "num_encoder_layers": "encoder layers",
     "num_decoder_layers": "decoder layers",
+    "num_layers": "layers",
     "d_ff": "feed-forward inner width",
     "dropout": "dropout probability",
     "norm_first": "LayerNorm after each residual add, as in the paper (default: pre-LN)",
@@ -124,7 +130,8 @@ HELP: dict[str, str] = {
 #: Flags whose name is not the field's (``--num-heads`` would be ``--heads``).
 RENAMED: dict[str, str] = {
     "num_heads": "--heads", "num_encoder_layers": "--encoder-layers",
-    "num_decoder_layers": "--decoder-layers", "warmup_steps": "--warmup",
+    "num_decoder_layers": "--decoder-layers", "num_layers": "--layers",
+    "warmup_steps": "--warmup",
     "ema_decay": "--ema", "max_minutes": "--minutes",
 }
 
@@ -132,8 +139,8 @@ RENAMED: dict[str, str] = {
 INVERTED: dict[str, str] = {"norm_first": "--post-ln"}
 
 #: Fields the command line sets itself (from the data, ``--out``, the model).
-SET_BY_CALLER = frozenset({"src_vocab_size", "tgt_vocab_size", "max_len", "pad_id",
-                           "checkpoint_dir"})
+SET_BY_CALLER = frozenset({"src_vocab_size", "tgt_vocab_size", "vocab_size", "max_len",
+                           "pad_id", "checkpoint_dir"})
 
 #: Ranges stricter than the type's (default: ints >= 1, floats finite).
 RANGES: dict[str, Callable[[str], Any]] = {

@@ -34,6 +34,11 @@ renamed field fails at once), and they read like the dicts they replace
   (the longest training sentence, in tokens) and ``max_tokens`` of
   :class:`~minitransformer.data.TokenBatcher`.
 
+The command line's language model (``lm train``) takes its defaults from
+:data:`CPU_LM` (fields of :class:`~minitransformer.lm.LanguageModelConfig`,
+derived from :data:`CPU_MODEL`) and :data:`CPU_LM_TRAINING` (:data:`CPU_TRAINING`
+without label smoothing).
+
 :func:`cpu_model_config` and :func:`cpu_train_config` build the configs,
 with :func:`positions_for` the one rule for the model's ``max_len``.
 """
@@ -44,6 +49,7 @@ import dataclasses
 from collections.abc import Iterator, Mapping
 from typing import Any, Generic, TypedDict, TypeVar
 
+from ..lm.models import LanguageModelConfig
 from ..model import TransformerConfig
 from .config import TrainConfig
 
@@ -56,6 +62,8 @@ __all__ = [
     "positions_for",
     "cpu_model_config",
     "cpu_train_config",
+    "CPU_LM",
+    "CPU_LM_TRAINING",
 ]
 
 C = TypeVar("C")
@@ -116,6 +124,28 @@ CPU_TRAINING: Preset[TrainConfig] = Preset(TrainConfig, {
     # bf16 autocast where the hardware computes bf16 (a CPU with AVX512_BF16 or
     # AMX, a GPU); elsewhere float32 (measured: benchmarks/README.md)
     "amp": "native",
+})
+
+
+#: :class:`~minitransformer.lm.LanguageModelConfig` fields of the command line's
+#: language model (``lm train``): the translator's width, heads, feed-forward
+#: width, pre-LN and no dropout, with as many layers as its encoder and
+#: decoder together (the vocabulary size comes from the data).
+CPU_LM: Preset[LanguageModelConfig] = Preset(LanguageModelConfig, {
+    "d_model": CPU_MODEL["d_model"],
+    "num_heads": CPU_MODEL["num_heads"],
+    "num_layers": CPU_MODEL["num_encoder_layers"] + CPU_MODEL["num_decoder_layers"],
+    "d_ff": CPU_MODEL["d_ff"],
+    "dropout": CPU_MODEL["dropout"],
+    "norm_first": CPU_MODEL["norm_first"],
+    "tie_output": CPU_MODEL["tie_output"],
+})
+
+#: :class:`~minitransformer.training.TrainConfig` fields of its training: the
+#: translator's, without label smoothing (the training loss is then the
+#: cross-entropy whose exponential is the perplexity).
+CPU_LM_TRAINING: Preset[TrainConfig] = Preset(TrainConfig, {
+    **CPU_TRAINING, "label_smoothing": 0.0,
 })
 
 
