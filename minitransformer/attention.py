@@ -154,7 +154,8 @@ class KVCache:
 
     ``k`` and ``v`` are ``(B, H, L, Dh)``: already projected and split into
     heads (``H`` is the layer's ``num_kv_heads``, fewer than its query heads
-    in grouped-query attention; keys already rotated with rotary positions), so a step only projects its new positions. A self-attention cache
+    in grouped-query attention; keys already rotated with rotary positions),
+    so a step only projects its new positions. A self-attention cache
     grows by the new positions at every call (:meth:`update`, in place); the
     cross-attention cache of the encoder's memory is computed once per
     sentence (:meth:`MultiHeadAttention.project_kv`) and read as it is.
