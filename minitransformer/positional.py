@@ -163,13 +163,15 @@ class NoPositionalEncoding(PositionalEncoding):
         return self.dropout(x)
 
 
-def rotary_angles(positions: Tensor, head_dim: int, base: float = 10000.0) -> Tensor:
+def rotary_angles(
+    positions: Tensor, head_dim: int, base: float = 10000.0, dtype: torch.dtype = torch.float32
+) -> Tensor:
     """The rotation angles ``pos · θ_i``, ``θ_i = base^(−2i / Dh)``, for the
     ``Dh / 2`` pairs of dimensions: integer ``positions`` ``(L,)`` →
-    ``(L, Dh / 2)`` float32 (pair 0 turns fastest, one radian a position)."""
-    i = torch.arange(head_dim // 2, device=positions.device, dtype=torch.float32)
+    ``(L, Dh / 2)`` of ``dtype`` (pair 0 turns fastest, one radian a position)."""
+    i = torch.arange(head_dim // 2, device=positions.device, dtype=dtype)
     theta = base ** (-2 * i / head_dim)  # (Dh/2,)
-    return positions.to(torch.float32)[:, None] * theta  # (L, Dh/2)
+    return positions.to(dtype)[:, None] * theta  # (L, Dh/2)
 
 
 def apply_rotary(
@@ -196,7 +198,8 @@ def apply_rotary(
     """
     if check:
         check_rotary(x, positions, "apply_rotary")
-    angle = rotary_angles(positions, x.shape[-1], base)  # (L, Dh/2)
+    wide = torch.float64 if x.dtype == torch.float64 else torch.float32  # angles at least fp32
+    angle = rotary_angles(positions, x.shape[-1], base, wide)  # (L, Dh/2)
     cos, sin = angle.cos().to(x.dtype), angle.sin().to(x.dtype)
     first, second = x.chunk(2, dim=-1)  # (B, H, L, Dh/2) each: the pairs' two halves
     return torch.cat([first * cos - second * sin, first * sin + second * cos], dim=-1)
