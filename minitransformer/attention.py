@@ -364,6 +364,9 @@ class MultiHeadAttention(nn.Module):
         hkv = self.num_kv_heads
         return KVCache(self._split(k, hkv).contiguous(), self._split(v, hkv).contiguous())
 
-    def _split(self, x: Tensor, heads: int) -> Tensor:
+    def _split(self, x: Tensor, heads: int | None = None) -> Tensor:
+        """``(B, L, heads·Dh)`` → ``(B, heads, L, Dh)`` (``heads``: ``num_heads``
+        by default, as chapter 4 calls it)."""
         b, n, _ = x.shape
+        heads = self.num_heads if heads is None else heads
         return x.view(b, n, heads, self.head_dim).transpose(1, 2)  # (B, heads, L, Dh)
