@@ -19,7 +19,7 @@ Around it, each in its own subpackage:
   weight averaging, multi-process training, presets;
 - :mod:`minitransformer.rnn`: the RNN encoder-decoders it replaced and their
   attention scorers; :mod:`minitransformer.variants`: convolutional encoder,
-  relative positions, segment embeddings;
+  relative positions, segment embeddings, blocked attention with the online softmax;
 - :mod:`minitransformer.instruments`: what the chapters look inside a model
   with (plots, probes, summaries, ablations, interop with ``torch.nn``);
 - :mod:`minitransformer.exercises`: the checked exercises.
@@ -56,7 +56,7 @@ from .data import (
     tokenize,
 )
 from .decoding import beam_search, corpus_bleu, greedy_decode, translate
-from .feedforward import PositionwiseFeedForward
+from .feedforward import PositionwiseFeedForward, SwiGLUFeedForward, swiglu_hidden
 from .instruments.interop import (
     load_torch_attention,
     load_torch_decoder,
@@ -67,7 +67,7 @@ from .instruments.interop import (
 )
 from .instruments.probe import record_attention
 from .instruments.summary import count_parameters
-from .layernorm import LayerNorm, layer_norm
+from .layernorm import LayerNorm, RMSNorm, layer_norm, rms_norm
 from .layers import Decoder, DecoderLayer, Encoder, EncoderLayer
 from .lm import (
     LanguageModel,
@@ -94,6 +94,8 @@ from .positional import (
     NoPositionalEncoding,
     PositionalEncoding,
     SinusoidalPositionalEncoding,
+    apply_rotary,
+    rotary_angles,
     sinusoidal_table,
 )
 from .rnn import (
@@ -118,6 +120,7 @@ from .variants import (
     ConvEncoderLayer,
     RelativeMultiHeadAttention,
     SegmentEmbedding,
+    flash_attention,
     use_relative_positions,
 )
 

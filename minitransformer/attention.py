@@ -25,6 +25,14 @@ For decoding one token at a time, a :class:`KVCache` holds a layer's keys
 and values split into heads: ``forward(..., cache=cache)`` appends the new
 positions' keys and values to it and attends to all of them (see
 :mod:`minitransformer.decoding`).
+
+Two switches of later models (both off by default): grouped-query attention
+(Ainslie et al., "GQA", 2023; ``num_kv_heads=1`` is Shazeer's multi-query
+attention, 2019), in which ``w_k`` and ``w_v`` project to fewer heads than
+``w_q`` and each key/value head serves a group of query heads, so the cache
+holds ``num_kv_heads`` heads; and rotary positions (``rotary=True``,
+:func:`~minitransformer.positional.apply_rotary`), which turn queries and
+keys by their positions before the scores.
 """
 
 from __future__ import annotations
@@ -36,7 +44,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .checks import check_attention_inputs, check_heads, check_qkv
+from .checks import check_attention_inputs, check_heads, check_kv_heads, check_qkv
+from .positional import apply_rotary
 
 __all__ = [
     "masked_softmax",
@@ -104,10 +113,13 @@ def scaled_dot_product_attention(
 
 
 def fused_attention(
-    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, dropout_p: float = 0.0
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, dropout_p: float = 0.0,
+    enable_gqa: bool = False,
 ) -> Tensor:
     """``F.scaled_dot_product_attention`` (bool mask: True = may attend), in
     float32 when bf16 inputs are on a CPU, output in the inputs' dtype.
+    ``enable_gqa``: ``k`` and ``v`` have fewer heads than ``q``, each serving
+    a group of consecutive query heads (grouped-query attention).
 
     Under bf16 autocast on a CPU the projections run in bf16, but PyTorch's
     CPU attention kernel is slower in bf16 than in float32 in the backward
@@ -118,10 +130,13 @@ def fused_attention(
     if q.dtype == torch.bfloat16 and q.device.type == "cpu":
         with torch.autocast("cpu", enabled=False):
             out = F.scaled_dot_product_attention(
-                q.float(), k.float(), v.float(), attn_mask=mask, dropout_p=dropout_p
+                q.float(), k.float(), v.float(), attn_mask=mask, dropout_p=dropout_p,
+                enable_gqa=enable_gqa,
             )
         return out.to(q.dtype)
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
+    return F.scaled_dot_product_attention(
+        q, k, v, attn_mask=mask, dropout_p=dropout_p, enable_gqa=enable_gqa
+    )
 
 
 def stacked_linear(x: Tensor, *layers: nn.Linear) -> tuple[Tensor, ...]:
@@ -138,7 +153,9 @@ class KVCache:
     """Keys and values of one attention layer, kept between decoding steps.
 
     ``k`` and ``v`` are ``(B, H, L, Dh)``: already projected and split into
-    heads, so a step only projects its new positions. A self-attention cache
+    heads (``H`` is the layer's ``num_kv_heads``, fewer than its query heads
+    in grouped-query attention; keys already rotated with rotary positions),
+    so a step only projects its new positions. A self-attention cache
     grows by the new positions at every call (:meth:`update`, in place); the
     cross-attention cache of the encoder's memory is computed once per
     sentence (:meth:`MultiHeadAttention.project_kv`) and read as it is.
@@ -169,6 +186,18 @@ class MultiHeadAttention(nn.Module):
         num_heads: number of heads ``H``; must divide ``d_model``.
         dropout: dropout on the attention weights during training.
         bias: whether the four projections have biases.
+        num_kv_heads: key/value heads ``Hkv`` (None: ``H``; 1: multi-query
+            attention); must divide ``H``. ``w_k`` and ``w_v`` then map
+            ``D → Hkv·Dh``, query head ``h`` uses key/value head
+            ``h // (H / Hkv)`` (``F.scaled_dot_product_attention``'s
+            ``enable_gqa`` grouping), and a cache holds ``Hkv`` heads.
+        rotary: rotate queries and keys by their positions
+            (:func:`~minitransformer.positional.apply_rotary`, ``Dh`` even)
+            before the scores. Keys ``0 .. Lk − 1`` (after the cached ones),
+            queries at the *last* ``Lq`` of those positions (in
+            self-attention, the same positions as the keys; with a cache the
+            offset is the number of cached keys, so cached decoding gives
+            what a full pass gives). For self-attention only.
 
     Two paths compute the same function (tested equal): the readable one,
     ``combine(masked_softmax(score(q, k)), v)``, which can
@@ -190,16 +219,25 @@ class MultiHeadAttention(nn.Module):
     #: weights are asked for (False in variants that override ``score``/``combine``).
     fused: bool = True
 
-    def __init__(self, d_model: int, num_heads: int, dropout: float = 0.0, bias: bool = True):
+    def __init__(self, d_model: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
+                 num_kv_heads: int | None = None, rotary: bool = False):
         super().__init__()
-        check_heads(d_model, num_heads, type(self).__name__)
+        where = type(self).__name__
+        check_heads(d_model, num_heads, where)
+        check_kv_heads(num_heads, num_kv_heads, where)
         self.d_model = d_model
         self.num_heads = num_heads
+        self.num_kv_heads = num_heads if num_kv_heads is None else num_kv_heads
         self.head_dim = d_model // num_heads
+        if rotary and self.head_dim % 2:
+            raise ValueError(f"{where}: rotary positions need an even head width, got "
+                             f"d_model / num_heads = {self.head_dim}")
+        self.rotary = rotary
         self.dropout = dropout
+        kv_width = self.num_kv_heads * self.head_dim
         self.w_q = nn.Linear(d_model, d_model, bias=bias)
-        self.w_k = nn.Linear(d_model, d_model, bias=bias)
-        self.w_v = nn.Linear(d_model, d_model, bias=bias)
+        self.w_k = nn.Linear(d_model, kv_width, bias=bias)
+        self.w_v = nn.Linear(d_model, kv_width, bias=bias)
         self.w_o = nn.Linear(d_model, d_model, bias=bias)
         #: When True (see :func:`minitransformer.instruments.probe.record_attention`), every
         #: forward takes the readable path and keeps its weights in ``last_weights``.
@@ -244,17 +282,37 @@ class MultiHeadAttention(nn.Module):
             )
         if mask is not None and mask.dim() == 3:
             mask = mask.unsqueeze(1)  # (B, 1, Lq, Lk): the same for every head
-        q, k, v = self.project(query, key, value)  # (B, H, Lq, Dh), (B, H, Lk, Dh) x2
+        q, k, v = self.project(query, key, value)  # (B, H, Lq, Dh), (B, Hkv, Lk, Dh) x2
+        if self.rotary:
+            q, k = self.rotate(q, k, 0 if cache is None else cache.k.shape[2])
         if cache is not None:
-            k, v = cache.update(k, v)  # (B, H, Lk, Dh): every position so far
+            k, v = cache.update(k, v)  # (B, Hkv, Lk, Dh): every position so far
         p = self.dropout if self.training else 0.0
+        grouped = self.num_kv_heads != self.num_heads
         if self.fused and not (need_weights or self.record_weights):
-            out, weights = fused_attention(q, k, v, mask, p), None  # (B, H, Lq, Dh)
+            out, weights = fused_attention(q, k, v, mask, p, grouped), None  # (B, H, Lq, Dh)
         else:
+            if grouped:
+                k, v = self.expand_kv(k), self.expand_kv(v)  # (B, H, Lk, Dh)
             out, weights = self.attend(q, k, v, mask, p)  # the readable path
         b, _, lq, _ = q.shape
         out = out.transpose(1, 2).reshape(b, lq, self.d_model)  # (B, Lq, D): heads side by side
         return self.w_o(out), (weights if need_weights else None)
+
+    def rotate(self, q: Tensor, k: Tensor | None, cached: int) -> tuple[Tensor, Tensor | None]:
+        """Rotary positions: the new keys ``(B, Hkv, Lk', Dh)`` sit at
+        ``cached .. cached + Lk' − 1``, the queries ``(B, H, Lq, Dh)`` at the
+        last ``Lq`` positions up to there (see the class docstring)."""
+        total = cached + (0 if k is None else k.shape[2])
+        q = apply_rotary(q, torch.arange(total - q.shape[2], total, device=q.device), check=False)
+        if k is not None:
+            k = apply_rotary(k, torch.arange(cached, total, device=k.device), check=False)
+        return q, k
+
+    def expand_kv(self, x: Tensor) -> Tensor:
+        """Grouped-query attention's key/value heads, each repeated for its group
+        of query heads: ``(B, Hkv, L, Dh)`` → ``(B, H, L, Dh)``."""
+        return x.repeat_interleave(self.num_heads // self.num_kv_heads, dim=1)
 
     def attend(
         self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dropout_p: float
@@ -282,28 +340,33 @@ class MultiHeadAttention(nn.Module):
     def project(
         self, query: Tensor, key: Tensor | None, value: Tensor | None
     ) -> tuple[Tensor, Tensor | None, Tensor | None]:
-        """Queries, keys and values split into heads, ``(B, H, L, Dh)`` each
-        (keys and values None when ``key`` is None). An input passed as
+        """Queries, keys and values split into heads, ``(B, H, L, Dh)`` and
+        ``(B, Hkv, L, Dh)`` (keys and values None when ``key`` is None). An input passed as
         several arguments (``x, x, x`` in self-attention, ``memory, memory``
         in cross-attention) is projected once by :func:`stacked_linear`."""
         if query is key and key is value:  # self-attention: W_q, W_k, W_v stacked
             q, k, v = stacked_linear(query, self.w_q, self.w_k, self.w_v)
         elif key is None:
-            return self._split(self.w_q(query)), None, None
+            return self._split(self.w_q(query), self.num_heads), None, None
         elif key is value:  # cross-attention: W_k, W_v stacked
             q, (k, v) = self.w_q(query), stacked_linear(key, self.w_k, self.w_v)
         else:
             q, k, v = self.w_q(query), self.w_k(key), self.w_v(value)
-        return self._split(q), self._split(k), self._split(v)
+        h, hkv = self.num_heads, self.num_kv_heads
+        return self._split(q, h), self._split(k, hkv), self._split(v, hkv)
 
     def project_kv(self, x: Tensor) -> KVCache:
         """Keys and values of ``x`` ``(B, L, D)``, split into heads: a
-        :class:`KVCache` of ``(B, H, L, Dh)`` tensors (the cross-attention
-        cache of the encoder's memory)."""
+        :class:`KVCache` of ``(B, Hkv, L, Dh)`` tensors (the cross-attention
+        cache of the encoder's memory; not rotated)."""
         k, v = stacked_linear(x, self.w_k, self.w_v)
-        # contiguous (B, H, L, Dh) copies: attention over them at every step is faster
-        return KVCache(self._split(k).contiguous(), self._split(v).contiguous())
+        # contiguous (B, Hkv, L, Dh) copies: attention over them at every step is faster
+        hkv = self.num_kv_heads
+        return KVCache(self._split(k, hkv).contiguous(), self._split(v, hkv).contiguous())
 
-    def _split(self, x: Tensor) -> Tensor:
+    def _split(self, x: Tensor, heads: int | None = None) -> Tensor:
+        """``(B, L, heads·Dh)`` → ``(B, heads, L, Dh)`` (``heads``: ``num_heads``
+        by default, as chapter 4 calls it)."""
         b, n, _ = x.shape
-        return x.view(b, n, self.num_heads, self.head_dim).transpose(1, 2)  # (B, H, L, Dh)
+        heads = self.num_heads if heads is None else heads
+        return x.view(b, n, heads, self.head_dim).transpose(1, 2)  # (B, heads, L, Dh)

@@ -74,6 +74,39 @@ def check_heads(d_model: Any, num_heads: Any, where: str) -> None:
         )
 
 
+def check_kv_heads(num_heads: Any, num_kv_heads: Any, where: str) -> None:
+    """``num_kv_heads`` (None: as many as ``num_heads``) key/value heads must
+    divide the ``num_heads`` query heads into equal groups."""
+    if num_kv_heads is None:
+        return
+    check_positive_int(num_kv_heads, "num_kv_heads", where)
+    if num_heads % num_kv_heads != 0:
+        raise ValueError(
+            f"{where}: num_kv_heads ({num_kv_heads}) must divide num_heads ({num_heads})"
+        )
+
+
+def check_rotary(x: Any, positions: Any, where: str) -> None:
+    """``x`` ``(..., L, Dh)`` with an even ``Dh``, and integer ``positions`` ``(L,)``."""
+    check_tensor(x, "x", where)
+    check_tensor(positions, "positions", where)
+    if x.dim() < 2 or x.shape[-1] % 2 != 0:
+        raise ValueError(
+            f"{where}: x must have shape (..., len, head_dim) with an even head_dim, "
+            f"got shape {tuple(x.shape)}"
+        )
+    if positions.dtype.is_floating_point or positions.dtype == torch.bool or positions.dim() != 1:
+        raise ValueError(
+            f"{where}: positions must be integer of shape (len,), got {positions.dtype} "
+            f"of shape {tuple(positions.shape)}"
+        )
+    if positions.shape[0] != x.shape[-2]:
+        raise ValueError(
+            f"{where}: {positions.shape[0]} positions for a length of {x.shape[-2]} "
+            f"(x has shape {tuple(x.shape)})"
+        )
+
+
 def check_config(config: Any, config_cls: type, where: str) -> None:
     """A model is built from an instance of its own config class."""
     if not isinstance(config, config_cls):

@@ -13,7 +13,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from .checks import check_dropout, check_heads, check_int_at_least, check_positive_int
+from .checks import (
+    check_dropout,
+    check_heads,
+    check_int_at_least,
+    check_kv_heads,
+    check_positive_int,
+)
 from .factories import KINDS
 
 __all__ = ["TransformerConfig", "config_from"]
@@ -25,6 +31,19 @@ class TransformerConfig:
 
     ``positional``, ``norm`` and ``feed_forward`` name entries of the
     factories' tables (:data:`minitransformer.factories.KINDS`).
+
+    The switches of later models, each off by default (the 2017 model):
+    ``positional``: ``"sinusoidal"`` (the paper), ``"learned"``, ``"none"``
+    or ``"rope"`` (rotary positions in every self-attention, nothing added
+    to the embeddings); ``norm``: ``"layernorm"`` or ``"rmsnorm"``;
+    ``feed_forward``: ``"relu"`` (the paper), ``"gelu"`` or ``"swiglu"``
+    (hidden width 2/3 of ``d_ff``, rounded to the nearest integer, so the
+    parameter count stays: :func:`~minitransformer.feedforward.swiglu_hidden`);
+    ``num_kv_heads``: the key/value heads of grouped-query attention (None:
+    ``num_heads``, one per query head; 1: multi-query; must divide
+    ``num_heads``); ``bias``: whether the linear layers of attention and
+    feed-forward networks have biases (norms, embeddings and the output
+    layer keep theirs).
     """
 
     src_vocab_size: int
@@ -40,9 +59,11 @@ class TransformerConfig:
     norm_first: bool = False  # False: post-LN as in the paper; True: pre-LN
     share_embeddings: bool = False  # one embedding table for source and target
     tie_output: bool = False  # output projection = target embedding matrix
-    positional: Literal["sinusoidal", "learned", "none"] = "sinusoidal"
-    norm: Literal["layernorm"] = "layernorm"  # the normalisation of every sub-layer
-    feed_forward: Literal["relu"] = "relu"  # the position-wise network of every layer
+    positional: Literal["sinusoidal", "learned", "none", "rope"] = "sinusoidal"
+    norm: Literal["layernorm", "rmsnorm"] = "layernorm"  # the normalisation of every sub-layer
+    feed_forward: Literal["relu", "gelu", "swiglu"] = "relu"  # every layer's position-wise network
+    num_kv_heads: int | None = None  # key/value heads (None: num_heads; 1: multi-query)
+    bias: bool = True  # biases in the attention and feed-forward linear layers
 
     def __post_init__(self) -> None:
         where = "TransformerConfig"
@@ -62,6 +83,10 @@ class TransformerConfig:
             if kind not in table:
                 known = ", ".join(repr(k) for k in table)
                 raise ValueError(f"{where}: {name} must be one of {known}, got {kind!r}")
+        check_kv_heads(self.num_heads, self.num_kv_heads, where)
+        if self.positional == "rope" and (self.d_model // self.num_heads) % 2:
+            raise ValueError(f"{where}: positional='rope' needs an even head width, got "
+                             f"d_model / num_heads = {self.d_model // self.num_heads}")
         if not 0 <= self.pad_id < min(self.src_vocab_size, self.tgt_vocab_size):
             raise ValueError(f"{where}: pad_id {self.pad_id} is outside the vocabularies")
 

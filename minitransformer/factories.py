@@ -20,8 +20,8 @@ from typing import Any
 from torch import nn
 
 from .attention import MultiHeadAttention
-from .feedforward import PositionwiseFeedForward
-from .layernorm import LayerNorm
+from .feedforward import PositionwiseFeedForward, SwiGLUFeedForward
+from .layernorm import LayerNorm, RMSNorm
 from .positional import (
     LearnedPositionalEmbedding,
     NoPositionalEncoding,
@@ -45,11 +45,14 @@ Factory = Callable[[Any], nn.Module]
 #: ``config.norm`` → the normalisation of one sub-layer (and of a pre-LN stack's end).
 NORMS: dict[str, Factory] = {
     "layernorm": lambda c: LayerNorm(c.d_model),
+    "rmsnorm": lambda c: RMSNorm(c.d_model),
 }
 
 #: ``config.feed_forward`` → the position-wise network of one layer.
 FEED_FORWARDS: dict[str, Factory] = {
-    "relu": lambda c: PositionwiseFeedForward(c.d_model, c.d_ff, c.dropout),
+    "relu": lambda c: PositionwiseFeedForward(c.d_model, c.d_ff, c.dropout, c.bias),
+    "gelu": lambda c: PositionwiseFeedForward(c.d_model, c.d_ff, c.dropout, c.bias, "gelu"),
+    "swiglu": lambda c: SwiGLUFeedForward(c.d_model, c.d_ff, c.dropout, c.bias),
 }
 
 #: ``config.positional`` → the positional module added to the embeddings.
@@ -57,6 +60,9 @@ POSITIONALS: dict[str, Factory] = {
     "sinusoidal": lambda c: SinusoidalPositionalEncoding(c.d_model, c.max_len, c.dropout),
     "learned": lambda c: LearnedPositionalEmbedding(c.max_len, c.d_model, c.dropout),
     "none": lambda c: NoPositionalEncoding(c.dropout),
+    # rotary positions turn queries and keys inside attention (make_attention):
+    # nothing is added to the embeddings
+    "rope": lambda c: NoPositionalEncoding(c.dropout),
 }
 
 #: Config field → its table (the config validates its choices against these).
@@ -94,8 +100,13 @@ def make_positional(config: Any) -> PositionalEncoding:
     return _make("positional", config)
 
 
-def make_attention(config: Any) -> MultiHeadAttention:
+def make_attention(config: Any, cross: bool = False) -> MultiHeadAttention:
     """One attention sub-layer of ``config.num_heads`` heads over
-    ``config.d_model``, with ``config.dropout`` on its weights (self- and
-    cross-attention alike). A per-layer attention switch is read here."""
-    return MultiHeadAttention(config.d_model, config.num_heads, config.dropout)
+    ``config.d_model``, with ``config.dropout`` on its weights, self- or
+    (``cross``) cross-attention. The per-layer attention switches are read
+    here: ``config.bias``, ``config.num_kv_heads`` (both kinds), and rotary
+    positions when ``config.positional == "rope"`` (self-attention only:
+    a query and the memory's keys belong to different sequences)."""
+    rotary = config.positional == "rope" and not cross
+    return MultiHeadAttention(config.d_model, config.num_heads, config.dropout, config.bias,
+                              num_kv_heads=config.num_kv_heads, rotary=rotary)

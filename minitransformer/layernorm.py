@@ -14,6 +14,15 @@ through PyTorch's fused kernel by default (``fused=True``, much faster on a
 CPU, forward and backward: ``benchmarks/README.md``), which is tested equal to
 :func:`layer_norm`; build it with ``fused=False`` to run the written-out
 formula instead.
+
+Root-mean-square normalisation (Zhang and Sennrich, "Root Mean Square Layer
+Normalization", 2019), the norm of Llama and most models since:
+
+    y = x / √(mean(x²) + ε) · g
+
+keeps only the rescaling: no mean is subtracted and there is no shift β.
+:func:`rms_norm` writes it out; :class:`RMSNorm` runs ``F.rms_norm`` by
+default (tested equal to :func:`rms_norm` and to ``torch.nn.RMSNorm``).
 """
 
 from __future__ import annotations
@@ -22,7 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-__all__ = ["layer_norm", "LayerNorm"]
+__all__ = ["layer_norm", "LayerNorm", "rms_norm", "RMSNorm"]
 
 
 def layer_norm(x: Tensor, weight: Tensor, bias: Tensor, eps: float = 1e-5) -> Tensor:
@@ -72,6 +81,56 @@ class LayerNorm(nn.Module):
         if self.fused:
             return F.layer_norm(x, (self.d_model,), self.weight, self.bias, self.eps)
         return layer_norm(x, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return f"{self.d_model}, eps={self.eps}, fused={self.fused}"
+
+
+def rms_norm(x: Tensor, weight: Tensor, eps: float = 1e-5) -> Tensor:
+    """x / √(mean(x²) + ε) · weight over the last dimension.
+
+    Args:
+        x: ``(..., D)``.
+        weight: g, ``(D,)``.
+        eps: ε, added to the mean square.
+
+    Returns: ``(..., D)``, in ``x``'s dtype (computed in it).
+    """
+    mean_square = x.pow(2).mean(dim=-1, keepdim=True)  # mean(x²), (..., 1)
+    return x * torch.rsqrt(mean_square + eps) * weight
+
+
+class RMSNorm(nn.Module):
+    """Divide each token's features by their root mean square, then scale by
+    ``weight`` (g): LayerNorm without the mean and without the shift.
+
+    Args:
+        d_model: size ``D`` of the last dimension.
+        eps: ε added to the mean square (default 1e-5, LayerNorm's and
+            Llama 2's; ``torch.nn.RMSNorm``'s own default is the dtype's
+            machine epsilon, so build it with ``eps=1e-5`` to compare).
+        fused: compute with ``F.rms_norm`` instead of the written-out
+            :func:`rms_norm` (same result).
+
+    Shape: ``(..., D)`` → ``(..., D)``. Matches ``nn.RMSNorm(d_model, eps)``,
+    with the same parameter name (``weight``, ones at first).
+    """
+
+    def __init__(self, d_model: int, eps: float = 1e-5, fused: bool = True):
+        super().__init__()
+        self.d_model = d_model
+        self.eps = eps
+        self.fused = fused
+        self.weight = nn.Parameter(torch.ones(d_model))  # g
+
+    def forward(self, x: Tensor) -> Tensor:
+        if x.shape[-1] != self.d_model:
+            raise ValueError(
+                f"RMSNorm: expected last dimension {self.d_model}, got shape {tuple(x.shape)}"
+            )
+        if self.fused:
+            return F.rms_norm(x, (self.d_model,), self.weight, self.eps)
+        return rms_norm(x, self.weight, self.eps)
 
     def extra_repr(self) -> str:
         return f"{self.d_model}, eps={self.eps}, fused={self.fused}"

@@ -106,7 +106,7 @@ class _Layer(nn.Module):
         self.norm_first = config.norm_first
         self.self_attn = make_attention(config)
         if self.cross:
-            self.cross_attn = make_attention(config)
+            self.cross_attn = make_attention(config, cross=True)
         self.ffn = make_feed_forward(config)
         sublayers = range(1, 4 if self.cross else 3)
         for i in sublayers:
@@ -283,11 +283,12 @@ class Encoder(_Stack):
 
     def start(self, batch: int, like: Tensor) -> list[KVCache]:
         """Empty self-attention caches, one per layer, for ``batch`` rows, of
-        ``like``'s dtype and device: ``(batch, H, 0, Dh)`` keys and values."""
+        ``like``'s dtype and device: ``(batch, Hkv, 0, Dh)`` keys and values
+        (``Hkv``: the layer's key/value heads)."""
         caches = []
         for layer in self.layers:
-            heads = layer.num_heads
-            empty = like.new_zeros(batch, heads, 0, layer.d_model // heads)
+            attn = layer.self_attn
+            empty = like.new_zeros(batch, attn.num_kv_heads, 0, attn.head_dim)
             caches.append(KVCache(empty, empty))
         return caches
 

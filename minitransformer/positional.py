@@ -12,6 +12,14 @@ codes of positions ``start, start + 1, ...``, so incremental decoding feeds
 position ``t`` alone with ``start=t`` (the offset of LLMs-from-scratch's
 cached GPT) through the same call as a whole sequence.
 
+Rotary position embeddings (Su et al., "RoFormer", 2021; Llama's positions)
+add nothing to the embeddings: :func:`apply_rotary` turns each query and key
+by an angle proportional to its position, inside attention, so that their
+dot product depends on the offset between them only. A model built with
+``positional="rope"`` has :class:`NoPositionalEncoding` on its embeddings
+and rotary self-attention (:class:`~minitransformer.attention.MultiHeadAttention`
+with ``rotary=True``).
+
 Shape letters: ``B`` batch, ``L`` length, ``D`` model width.
 """
 
@@ -22,7 +30,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-from .checks import check_positions
+from .checks import check_positions, check_rotary
 
 __all__ = [
     "sinusoidal_table",
@@ -30,6 +38,8 @@ __all__ = [
     "SinusoidalPositionalEncoding",
     "LearnedPositionalEmbedding",
     "NoPositionalEncoding",
+    "rotary_angles",
+    "apply_rotary",
 ]
 
 
@@ -151,3 +161,45 @@ class NoPositionalEncoding(PositionalEncoding):
         """``(B, L, D)`` → ``(B, L, D)``: ``dropout(x)``; ``start`` and ``check``
         are ignored."""
         return self.dropout(x)
+
+
+def rotary_angles(
+    positions: Tensor, head_dim: int, base: float = 10000.0, dtype: torch.dtype = torch.float32
+) -> Tensor:
+    """The rotation angles ``pos · θ_i``, ``θ_i = base^(−2i / Dh)``, for the
+    ``Dh / 2`` pairs of dimensions: integer ``positions`` ``(L,)`` →
+    ``(L, Dh / 2)`` of ``dtype`` (pair 0 turns fastest, one radian a position)."""
+    i = torch.arange(head_dim // 2, device=positions.device, dtype=dtype)
+    theta = base ** (-2 * i / head_dim)  # (Dh/2,)
+    return positions.to(dtype)[:, None] * theta  # (L, Dh/2)
+
+
+def apply_rotary(
+    x: Tensor, positions: Tensor, base: float = 10000.0, check: bool = True
+) -> Tensor:
+    """Rotate queries or keys by their positions (RoPE).
+
+    Args:
+        x: ``(B, H, L, Dh)`` (any leading dimensions), ``Dh`` even.
+        positions: integer ``(L,)``, the position of each of the ``L`` rows.
+        base: the 10000 of ``θ_i = base^(−2i / Dh)``.
+        check: check the arguments first.
+
+    Returns: ``(B, H, L, Dh)`` in ``x``'s dtype. Pairing convention: *halves*,
+    as GPT-NeoX and Hugging Face's Llama (``rotate_half``): dimension ``i`` and
+    ``i + Dh/2`` form pair ``i``, turned by the angle ``pos · θ_i``:
+
+        (x_i, x_{i+Dh/2}) → (x_i cos − x_{i+Dh/2} sin, x_i sin + x_{i+Dh/2} cos)
+
+    (RoFormer and Meta's original Llama pair neighbours ``2i, 2i+1``
+    instead: the same rotation up to a fixed permutation of the dimensions,
+    which the projections absorb.) A rotation keeps the norm, and the dot
+    product of a query at ``m`` and a key at ``n`` depends on ``m − n`` only.
+    """
+    if check:
+        check_rotary(x, positions, "apply_rotary")
+    wide = torch.float64 if x.dtype == torch.float64 else torch.float32  # angles at least fp32
+    angle = rotary_angles(positions, x.shape[-1], base, wide)  # (L, Dh/2)
+    cos, sin = angle.cos().to(x.dtype), angle.sin().to(x.dtype)
+    first, second = x.chunk(2, dim=-1)  # (B, H, L, Dh/2) each: the pairs' two halves
+    return torch.cat([first * cos - second * sin, first * sin + second * cos], dim=-1)

@@ -289,7 +289,7 @@ def test_interop_refuses_options_torch_has_no_equivalent_for():
     with pytest.raises(ValueError, match="self_attn is a RelativeMultiHeadAttention"):
         mt.load_torch_encoder_layer(ours, theirs)
     gelu = nn.TransformerEncoderLayer(16, 4, 24, activation="gelu", batch_first=True)
-    with pytest.raises(ValueError, match="activation gelu, ours only ReLU"):
+    with pytest.raises(ValueError, match="activation gelu, ours relu"):
         mt.load_torch_encoder_layer(mt.EncoderLayer(16, 4, 24), gelu)
     extra = mt.EncoderLayer(16, 4, 24)
     extra.self_attn.add_module("q_norm", mt.LayerNorm(4))  # a part inside a known one

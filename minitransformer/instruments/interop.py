@@ -12,9 +12,10 @@ two final norms are removed (set to None). Used by the tests (equality with
 PyTorch) and handy for loading a model trained with ``torch.nn``.
 
 Only parts that ``torch.nn`` has can be loaded: a model built with an option
-it has no equivalent for (another ``norm`` or ``feed_forward`` kind, relative
-attention, a convolutional encoder) is refused with a one-line error naming
-the part, as is a ``torch.nn`` layer whose activation is not ReLU.
+it has no equivalent for (RMSNorm, SwiGLU, grouped-query attention, rotary
+positions, relative attention, a convolutional encoder) is refused with a
+one-line error naming the part, as is a pair whose feed-forward activations
+differ (ReLU or GELU, on both sides).
 """
 
 from __future__ import annotations
@@ -48,8 +49,9 @@ _TORCH_EQUIVALENTS = (
 
 
 def _check_equivalent(ours: nn.Module, theirs: nn.Module, where: str, count: bool = False) -> None:
-    """Every part of ``ours`` must have a ``torch.nn`` equivalent, and a
-    ``torch.nn`` layer's activation must be ReLU (ours has no other); with
+    """Every part of ``ours`` must have a ``torch.nn`` equivalent (its
+    attentions one key/value head per query head and no rotary positions),
+    and a ``torch.nn`` layer's activation must be that of ours; with
     ``count`` (a whole layer) both must hold as many parameters, so that a
     part added inside a known one (a per-layer option) cannot be left out."""
     for name, module in ours.named_modules():
@@ -60,12 +62,31 @@ def _check_equivalent(ours: nn.Module, theirs: nn.Module, where: str, count: boo
                 "equivalent for (only LayerNorm, the ReLU feed-forward network and plain "
                 "MultiHeadAttention load)"
             )
-    activation = getattr(theirs, "activation", F.relu)
-    if activation is not F.relu and not isinstance(activation, nn.ReLU):
-        raise ValueError(
-            f"{where}: theirs uses the activation {getattr(activation, '__name__', activation)}, "
-            "ours only ReLU"
-        )
+        if isinstance(module, MultiHeadAttention):
+            part = f"ours.{name}" if name else "ours"
+            if module.num_kv_heads != module.num_heads:
+                raise ValueError(
+                    f"{where}: {part} is grouped-query attention ({module.num_kv_heads} "
+                    f"key/value heads for {module.num_heads} query heads), which "
+                    "nn.MultiheadAttention has no equivalent for"
+                )
+            if module.rotary:
+                raise ValueError(
+                    f"{where}: {part} uses rotary positions, which nn.MultiheadAttention "
+                    "has no equivalent for"
+                )
+    ffn = getattr(ours, "ffn", None)
+    if isinstance(ffn, PositionwiseFeedForward) and hasattr(theirs, "activation"):
+        activation = theirs.activation
+        theirs_name = {F.relu: "relu", F.gelu: "gelu"}.get(activation)
+        if theirs_name is None and isinstance(activation, (nn.ReLU, nn.GELU)):
+            exact = not isinstance(activation, nn.GELU) or activation.approximate == "none"
+            theirs_name = type(activation).__name__.lower() if exact else None
+        if theirs_name != ffn.activation:
+            shown = theirs_name or getattr(activation, "__name__", activation)
+            raise ValueError(
+                f"{where}: theirs uses the activation {shown}, ours {ffn.activation}"
+            )
     if count:
         mine, other = (sum(p.numel() for p in m.parameters()) for m in (ours, theirs))
         if mine != other:

@@ -38,6 +38,7 @@ from ..checks import (
     check_dropout,
     check_heads,
     check_int_at_least,
+    check_kv_heads,
     check_positive_int,
     check_token_range,
     check_tokens,
@@ -59,7 +60,10 @@ class LanguageModelConfig:
     One vocabulary (``vocab_size`` ids, padding ``pad_id``) and one stack of
     ``num_layers`` layers; every other field means what it means in
     :class:`~minitransformer.config.TransformerConfig`, with the same
-    default (post-LN; GPT-2 and the book's chapter 11 use ``norm_first=True``).
+    default (post-LN; GPT-2 and the book's chapter 11 use ``norm_first=True``),
+    the switches of later models included (``positional``, ``norm``,
+    ``feed_forward``, ``num_kv_heads``, ``bias``: see
+    :class:`~minitransformer.config.TransformerConfig`).
     """
 
     vocab_size: int
@@ -72,9 +76,11 @@ class LanguageModelConfig:
     pad_id: int = 0  # padding token id
     norm_first: bool = False  # False: post-LN as in the 2017 paper; True: pre-LN (GPT-2)
     tie_output: bool = False  # output projection = embedding matrix
-    positional: Literal["sinusoidal", "learned", "none"] = "sinusoidal"
-    norm: Literal["layernorm"] = "layernorm"  # the normalisation of every sub-layer
-    feed_forward: Literal["relu"] = "relu"  # the position-wise network of every layer
+    positional: Literal["sinusoidal", "learned", "none", "rope"] = "sinusoidal"
+    norm: Literal["layernorm", "rmsnorm"] = "layernorm"  # the normalisation of every sub-layer
+    feed_forward: Literal["relu", "gelu", "swiglu"] = "relu"  # every layer's position-wise network
+    num_kv_heads: int | None = None  # key/value heads (None: num_heads; 1: multi-query)
+    bias: bool = True  # biases in the attention and feed-forward linear layers
 
     def __post_init__(self) -> None:
         where = "LanguageModelConfig"
@@ -88,6 +94,10 @@ class LanguageModelConfig:
             if kind not in table:
                 known = ", ".join(repr(k) for k in table)
                 raise ValueError(f"{where}: {name} must be one of {known}, got {kind!r}")
+        check_kv_heads(self.num_heads, self.num_kv_heads, where)
+        if self.positional == "rope" and (self.d_model // self.num_heads) % 2:
+            raise ValueError(f"{where}: positional='rope' needs an even head width, got "
+                             f"d_model / num_heads = {self.d_model // self.num_heads}")
         check_int_at_least(self.pad_id, 0, "pad_id", where)
         if self.pad_id >= self.vocab_size:
             raise ValueError(f"{where}: pad_id {self.pad_id} is outside the vocabulary "
@@ -113,7 +123,7 @@ class LanguageModelConfig:
 class LanguageModelState:
     """The key/value cache of :meth:`LanguageModel.step` for ``B`` rows."""
 
-    caches: list[KVCache]  #: one per layer, ``(B, H, step, Dh)`` keys and values
+    caches: list[KVCache]  #: one per layer, ``(B, Hkv, step, Dh)`` keys and values
     step: int = field(default=0)  #: tokens fed so far (the next one's position)
 
     def index_select(self, index: Tensor) -> LanguageModelState:
@@ -121,8 +131,9 @@ class LanguageModelState:
         return LanguageModelState([c.index_select(index) for c in self.caches], self.step)
 
     def num_bytes(self) -> int:
-        """Memory the cached keys and values take: ``2 · layers · B · step · D``
-        numbers of the model's dtype."""
+        """Memory the cached keys and values take: ``2 · layers · B · step ·
+        Hkv · Dh`` numbers of the model's dtype (``Hkv · Dh = D`` unless
+        ``num_kv_heads`` is below ``num_heads``)."""
         return sum(t.numel() * t.element_size() for c in self.caches for t in (c.k, c.v))
 
 

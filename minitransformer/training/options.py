@@ -101,7 +101,14 @@ HELP: dict[str, str] = {
                         "subword, whose vocabulary both languages share; default: the "
                         "preset's with subwords, off with words)",
     "tie_output": "the output projection reuses the target embedding matrix",
-    "positional": "position information added to the embeddings",
+    "positional": "position information: added to the embeddings (sinusoidal, learned), "
+                  "none, or rotary positions turning queries and keys in self-attention (rope)",
+    "norm": "normalisation of every sub-layer: LayerNorm, or RMSNorm (no mean, no shift)",
+    "feed_forward": "position-wise network: ReLU (the paper), GELU, or SwiGLU (hidden width "
+                    "round(2/3 of --d-ff), about the same parameter count)",
+    "num_kv_heads": "key/value heads of grouped-query attention, dividing --heads (1: "
+                    "multi-query; default: one per query head)",
+    "bias": "biases in the attention and feed-forward linear layers",
     "lr": "peak learning rate",
     "schedule": "after warm-up: decay as 1/sqrt(step) (noam), stay flat (constant) or fall "
                 "linearly to 0 at the end of the budget (linear)",

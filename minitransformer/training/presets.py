@@ -12,6 +12,17 @@ setting was chosen, and what it gave (the vocabulary and tying campaign, the
 bf16 measurement), is in ``benchmarks/README.md``.
 ``share_embeddings=True, tie_output=True`` gives the paper's tying.
 
+Two sets of parts, :data:`ERA_PARTS`, fields that
+:class:`~minitransformer.model.TransformerConfig` and
+:class:`~minitransformer.lm.LanguageModelConfig` share: ``"2017"``, the
+paper's (LayerNorm, ReLU, sinusoids, one key/value head per query head,
+biases; the norm's place is left to the preset: pre-LN in :data:`CPU_MODEL`),
+and ``"2020s"``, Llama's (pre-RMSNorm, SwiGLU, rotary positions,
+grouped-query attention with 2 key/value heads, no biases).
+:data:`CPU_MODEL_2020S` is :data:`CPU_MODEL` with the 2020s parts (the same
+sizes); ``cpu_model_config(..., era="2020s")`` builds it, and
+:func:`language_model_config` puts either era's parts on a language model.
+
 With word vocabularies (``kind="words"``, the early chapters' simple path)
 the two languages have different vocabularies and cannot share embeddings:
 pass ``share_embeddings=False`` to :func:`cpu_model_config` (the command
@@ -59,8 +70,12 @@ __all__ = [
     "CPU_TRAINING",
     "CPU_TOKENIZERS",
     "CPU_DATA",
+    "ERA_PARTS",
+    "CPU_MODEL_2020S",
+    "CPU_MODELS",
     "positions_for",
     "cpu_model_config",
+    "language_model_config",
     "cpu_train_config",
     "CPU_LM",
     "CPU_LM_TRAINING",
@@ -113,6 +128,25 @@ CPU_MODEL: Preset[TransformerConfig] = Preset(TransformerConfig, {
     "share_embeddings": False,  # one embedding table for both languages (needs subwords)
     "tie_output": False,  # the output projection is the (target) embedding matrix
 })
+
+#: The parts of each era's Transformer: fields of both
+#: :class:`~minitransformer.model.TransformerConfig` and
+#: :class:`~minitransformer.lm.LanguageModelConfig` (checked below).
+ERA_PARTS: dict[str, dict[str, Any]] = {
+    "2017": {"norm": "layernorm", "feed_forward": "relu", "positional": "sinusoidal",
+             "num_kv_heads": None, "bias": True},
+    # 2 key/value heads: each serves 4 of CPU_MODEL's 8 query heads (needs an even num_heads)
+    "2020s": {"norm_first": True, "norm": "rmsnorm", "feed_forward": "swiglu",
+              "positional": "rope", "num_kv_heads": 2, "bias": False},
+}
+for _parts in ERA_PARTS.values():
+    for _config_class in (TransformerConfig, LanguageModelConfig):
+        Preset(_config_class, _parts)  # a typo or a renamed field fails at import
+
+#: :data:`CPU_MODEL` with the 2020s parts: the same sizes, Llama's parts.
+CPU_MODEL_2020S: Preset[TransformerConfig] = Preset(
+    TransformerConfig, {**CPU_MODEL, **ERA_PARTS["2020s"]}
+)
 
 #: :class:`~minitransformer.training.TrainConfig` fields of its training.
 CPU_TRAINING: Preset[TrainConfig] = Preset(TrainConfig, {
@@ -188,14 +222,35 @@ def positions_for(max_pair_len: int) -> int:
     return max(256, max_pair_len + 2)
 
 
+#: The CPU translator of each era of :data:`ERA_PARTS`.
+CPU_MODELS: dict[str, Preset[TransformerConfig]] = {"2017": CPU_MODEL, "2020s": CPU_MODEL_2020S}
+
+
+def _era_check(era: str, where: str) -> None:
+    if era not in ERA_PARTS:
+        raise ValueError(f"{where}: era must be one of {', '.join(map(repr, ERA_PARTS))}, "
+                         f"got {era!r}")
+
+
 def cpu_model_config(
-    src_vocab_size: int, tgt_vocab_size: int, **overrides: Any
+    src_vocab_size: int, tgt_vocab_size: int, *, era: str = "2017", **overrides: Any
 ) -> TransformerConfig:
     """The :class:`~minitransformer.model.TransformerConfig` of :data:`CPU_MODEL`
-    for these vocabulary sizes, ``max_len`` from :func:`positions_for` and
+    (``era="2017"``) or :data:`CPU_MODEL_2020S` (``era="2020s"``) for these
+    vocabulary sizes, ``max_len`` from :func:`positions_for` and
     :data:`CPU_DATA`'s ``max_len``; keyword arguments override fields."""
+    _era_check(era, "cpu_model_config")
     overrides = {"max_len": positions_for(CPU_DATA["max_len"]), **overrides}
-    return CPU_MODEL.build(src_vocab_size, tgt_vocab_size, **overrides)
+    return CPU_MODELS[era].build(src_vocab_size, tgt_vocab_size, **overrides)
+
+
+def language_model_config(vocab_size: int, *, era: str = "2017",
+                          **fields: Any) -> LanguageModelConfig:
+    """A :class:`~minitransformer.lm.LanguageModelConfig` of ``vocab_size``
+    ids with the parts of ``era`` (:data:`ERA_PARTS`) and ``fields`` (sizes,
+    and overrides of the parts)."""
+    _era_check(era, "language_model_config")
+    return LanguageModelConfig(vocab_size, **{**ERA_PARTS[era], **fields})
 
 
 def cpu_train_config(**overrides: Any) -> TrainConfig:

@@ -144,6 +144,12 @@ def use_relative_positions(
     for module in list(model.modules()):
         old = getattr(module, "self_attn", None)
         if isinstance(old, MultiHeadAttention) and not isinstance(old, RelativeMultiHeadAttention):
+            if old.num_kv_heads != old.num_heads or old.rotary:
+                raise ValueError(
+                    "use_relative_positions: the self-attention has grouped key/value heads "
+                    "or rotary positions; relative attention replaces only plain "
+                    "MultiHeadAttention (num_kv_heads=None, positional other than 'rope')"
+                )
             new = RelativeMultiHeadAttention(
                 old.d_model,
                 old.num_heads,
