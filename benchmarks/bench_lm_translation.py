@@ -276,8 +276,11 @@ def choose_lm_config(vocab_size: int, target: int, num_layers: int | None = None
     depths = [num_layers] if num_layers is not None else range(1, max_layers + 1)
     candidates = []
     for tie in ties:
+        # every layer holds the same parameters: the count is linear in the depth
+        base = parameters_of(lm_config(vocab_size, 0, tie))
+        per_layer = parameters_of(lm_config(vocab_size, 1, tie)) - base
         for n in depths:
-            params = parameters_of(lm_config(vocab_size, n, tie))
+            params = base + n * per_layer
             candidates.append({"num_layers": n, "tie_output": tie, "parameters": params,
                                "difference": params - target})
     best = min(candidates, key=lambda c: abs(c["difference"]))  # first = the preset's tying
@@ -346,8 +349,9 @@ def train_and_score(name: str, seed: int, data: Data, config, args: argparse.Nam
         "load_average_start": [round(x, 2) for x in load_start],
         "load_average_end": [round(x, 2) for x in os.getloadavg()],
     }
+    rate = record["source_target_tokens_per_second"]
     print(f"{name} seed {seed}: {steps} steps ({record['epochs']:.2f} epochs), "
-          f"{record['source_target_tokens_per_second']:,.0f} source+target tokens/s, validation "
+          f"{'n/a' if rate is None else f'{rate:,.0f}'} source+target tokens/s, validation "
           f"cross-entropy {valid_loss:.3f}; {TEST_SPLIT} beam {args.beam}: cased BLEU "
           f"{record['bleu']:.2f}, lower-cased {record['bleu_lowercase']:.2f} "
           f"({decode_seconds:.0f} s to decode); load {record['load_average_end']}", flush=True)
