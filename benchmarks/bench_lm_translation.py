@@ -411,10 +411,14 @@ def run_parallel(args: argparse.Namespace, tokenizer: SubwordTokenizer) -> list[
 # --------------------------------------------------------------------------- summary
 
 
-def spread(values: list[float]) -> dict:
-    """``{"mean", "min", "max", "n"}`` of ``values``."""
-    return {"mean": round(statistics.mean(values), 2), "min": min(values), "max": max(values),
-            "n": len(values)}
+def spread(values: list[float | None]) -> dict:
+    """``{"mean", "min", "max", "n"}`` of the values that are not None (all
+    None without any: a run of no step has no throughput)."""
+    known = [v for v in values if v is not None]
+    if not known:
+        return {"mean": None, "min": None, "max": None, "n": 0}
+    return {"mean": round(statistics.mean(known), 2), "min": min(known), "max": max(known),
+            "n": len(known)}
 
 
 def summarise(runs: list[dict]) -> dict:
