@@ -42,7 +42,7 @@ two cores). The JSON says which.
 
     MINITRANSFORMER_DATA=../shared/data python benchmarks/bench_lm_translation.py --threads 2
     MINITRANSFORMER_DATA=../shared/data python benchmarks/bench_lm_translation.py --parallel
-    python benchmarks/bench_lm_translation.py --smoke                  # a few seconds a model
+    python benchmarks/bench_lm_translation.py --smoke                  # a quick check of the path
 
 Prints the machine before and after (``benchmarks/machine.py``) and writes
 ``--out`` (default ``minitransformer/results/lm_translation.json``, read by
