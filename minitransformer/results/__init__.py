@@ -20,6 +20,7 @@ RESULTS = {
     "subword_vocab": "benchmarks/measure_subword_vocab.py",
     "time_to_bleu": "benchmarks/bench_time_to_bleu.py",
     "vocab_choice": "benchmarks/campaign_translator.py (choose, then apply)",
+    "lm_translation": "benchmarks/bench_lm_translation.py",
 }
 
 
