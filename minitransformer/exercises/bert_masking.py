@@ -15,8 +15,8 @@ the rule: the labels define the chosen positions, only those may change,
 and the shares (chosen among the ordinary tokens; masked, random and kept
 among the chosen) must be within :data:`Z_LIMIT` standard deviations of the
 rule's, the random tokens drawn from the ordinary ids below ``vocab_size``
-and spread over them. A right answer fails by chance with a probability of
-about 10⁻⁸ per check.
+and spread over them. A right answer fails by chance (12 shares, each beyond
+6 deviations with a probability of 2·10⁻⁹) about twice in 10⁸ checks.
 
 Shape letters: ``B`` batch, ``L`` length.
 """
