@@ -844,9 +844,10 @@ MESSAGES: dict[str, str] = {
         "at least p."
     ),
     "top_p.hint.no_top": (
-        "when the most probable token alone holds more than p you keep nothing: the nucleus "
-        "always contains the top token. Keep a token while the tokens before it sum to less "
-        "than p (cumsum - probs < p), which keeps the first one."
+        "you keep a token while the sum up to and including it is at most p: that drops the "
+        "token that carries the sum across p and, when the most probable token alone holds "
+        "more than p, keeps nothing (the nucleus always contains the top token). Keep a "
+        "token while the tokens before it sum to less than p (cumsum - probs < p)."
     ),
     "top_p.hint.ascending": (
         "you sorted the probabilities from the smallest up: sort with descending=True, so "
