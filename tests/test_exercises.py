@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 import test_exercises_attention as attention_answers
 import test_exercises_layers as layer_answers
+import test_exercises_lm as lm_answers
 import test_exercises_masks_heads as mask_answers
 import test_exercises_training as training_answers
 import torch
@@ -49,6 +50,9 @@ CATALOGUES = {
     "check_label_smoothing_loss": (training_answers.LS_MISTAKES, training_answers.LS_RIGHT),
     "check_warmup_schedule": (training_answers.WARMUP_MISTAKES, training_answers.WARMUP_RIGHT),
     "check_greedy_step": (training_answers.GREEDY_MISTAKES, training_answers.GREEDY_RIGHT),
+    "check_top_p_filter": (lm_answers.TOP_P_MISTAKES, lm_answers.TOP_P_RIGHT),
+    "check_next_token_loss": (lm_answers.LOSS_MISTAKES, lm_answers.LOSS_RIGHT),
+    "check_bert_masking": (lm_answers.BERT_MISTAKES, lm_answers.BERT_RIGHT),
 }
 
 
@@ -65,15 +69,18 @@ def test_every_checker_has_a_catalogue_of_answers():
 def _mistake_lists():
     from minitransformer.exercises import (
         attention,
+        bert_masking,
         decoding,
         feedforward,
         heads,
         kv_cache,
         layernorm,
+        lm_loss,
         loss,
         masks,
         multihead,
         positional,
+        sampling,
         schedule,
     )
     return [
@@ -91,6 +98,9 @@ def _mistake_lists():
         ("label_smoothing", ex.check_label_smoothing_loss, loss._mistakes()),
         ("warmup", ex.check_warmup_schedule, schedule._mistakes()),
         ("greedy", ex.check_greedy_step, decoding._mistakes()),
+        ("top_p", ex.check_top_p_filter, sampling._mistakes()),
+        ("next_token_loss", ex.check_next_token_loss, lm_loss._mistakes()),
+        ("bert_masking", ex.check_bert_masking, bert_masking._mistakes()),
     ]
 
 

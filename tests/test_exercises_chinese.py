@@ -45,6 +45,9 @@ ZH_HINTS = {
     "check_label_smoothing_loss": (0, "你没有做平滑"),
     "check_warmup_schedule": (0, "你取了两项中的最大值：应取最小值"),
     "check_greedy_step": (0, "请只返回每一行的下一个词元"),
+    "check_top_p_filter": (0, "请返回概率，即这些 logits 的 softmax"),
+    "check_next_token_loss": (0, "位置 t 看到的是词元 0..t，预测的是词元 t + 1"),
+    "check_bert_masking": (0, "没有一个标签是 -100"),
 }
 CHECKERS = [getattr(ex, name) for name in sorted(ZH_HINTS)]
 #: Words of the English verdicts that must not be left in a Chinese one.

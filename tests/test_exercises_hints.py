@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 import pytest
+import test_exercises_lm as lm_answers
 import torch
 import torch.nn.functional as F
 from exercise_helpers import flat, run_checker
@@ -218,6 +219,10 @@ CASES = [
     (ex.check_feed_forward, ffn_w1_transposed, "ffn.err.transpose", ("ffn.err.transpose_w2",)),
     (ex.check_feed_forward, ffn_linear_w2_transposed, "ffn.err.linear_transposed",
      ("ffn.err.transpose",)),
+    # chapter 11: every hint of these three checkers, each earned by a reader's answer
+    *[(ex.check_top_p_filter, fn, hint, ()) for fn, hint in lm_answers.TOP_P_MISTAKES],
+    *[(ex.check_next_token_loss, fn, hint, ()) for fn, hint in lm_answers.LOSS_MISTAKES],
+    *[(ex.check_bert_masking, fn, hint, ()) for fn, hint in lm_answers.BERT_MISTAKES],
 ]
 IDS = [f"{fn.__name__ if fn.__name__ != 'fn' else checker.__name__}-{hint}"
        for checker, fn, hint, _ in CASES]
@@ -234,6 +239,16 @@ def test_the_verdict_names_the_real_mistake(checker, fn, hint, not_said, lang, c
     for wrong in not_said:
         assert flat(messages[wrong]) not in flat(out), f"blamed {wrong!r}:\n{out}"
     assert all(text_width(line) <= VERDICT_WIDTH for line in out.splitlines()), out
+
+
+@pytest.mark.parametrize("area", ["top_p", "lm_loss", "bert"])
+def test_every_hint_of_the_language_model_checkers_is_earned_by_a_readers_answer(area):
+    """Each hint and error hint of chapter 11's checkers is what some wrong answer
+    written as a reader would write it gets (above), so none is dead text."""
+    hints = {k for k in _messages.catalogue("en")
+             if k.startswith((f"{area}.hint.", f"{area}.err."))}
+    earned = {hint for _, _, hint, _ in CASES}
+    assert hints and hints <= earned, sorted(hints - earned)
 
 
 def test_the_float32_multiplied_table_differs_from_the_float64_one():

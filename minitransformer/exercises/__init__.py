@@ -82,6 +82,21 @@ checker                                reader's function
                                        ``(B,)`` int64 argmax at the last position, source
                                        padding masked, BOS/PAD never chosen, EOS again for
                                        finished rows.
+``check_top_p_filter``                 ``fn(logits, top_p) -> probs``; logits ``(B, V)``;
+                                       ``(B, V)`` probabilities: the smallest set of most
+                                       probable tokens whose probabilities sum to at least
+                                       ``top_p`` (the top token always in), renormalised,
+                                       0 elsewhere.
+``check_next_token_loss``              ``fn(logits, tokens, pad_id=0) -> loss``; logits
+                                       ``(B, L, V)`` of a language model fed tokens ``(B, L)``;
+                                       0-dim mean cross-entropy of ``logits[:, :-1]`` against
+                                       ``tokens[:, 1:]`` over the targets that are not
+                                       ``pad_id``.
+``check_bert_masking``                 ``fn(tokens, mask_id, vocab_size, special_ids, p=0.15)
+                                       -> (inputs, labels)``; tokens ``(B, L)``; BERT's
+                                       80/10/10 rule on the ordinary tokens chosen with
+                                       probability ``p``, labels ``-100`` where not chosen.
+                                       Random: judged by its statistics on large batches.
 =====================================  ==========================================================
 
 Each checker's docstring lists the inputs it tries and the mistakes it
@@ -112,15 +127,18 @@ messages need no line breaks of their own.
 
 from ._messages import available_languages, get_language, set_language
 from .attention import check_masked_softmax, check_scaled_dot_product_attention
+from .bert_masking import check_bert_masking
 from .decoding import check_greedy_step
 from .feedforward import check_feed_forward
 from .heads import check_merge_heads, check_split_heads
 from .kv_cache import check_kv_cache_step
 from .layernorm import check_layer_norm
+from .lm_loss import check_next_token_loss
 from .loss import check_label_smoothing_loss
 from .masks import check_causal_mask, check_padding_mask
 from .multihead import check_multi_head_attention
 from .positional import check_sinusoidal_encoding
+from .sampling import check_top_p_filter
 from .schedule import check_warmup_schedule
 
 __all__ = [
@@ -138,6 +156,9 @@ __all__ = [
     "check_label_smoothing_loss",
     "check_warmup_schedule",
     "check_greedy_step",
+    "check_top_p_filter",
+    "check_next_token_loss",
+    "check_bert_masking",
     "set_language",
     "get_language",
     "available_languages",

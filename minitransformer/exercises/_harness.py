@@ -450,6 +450,7 @@ def check(
     on_error: Callable[[Case, BaseException, str], str | None] | None = None,
     fallback: Msg | None = None,
     on_pass: Callable[[list[Any]], Msg | None] | None = None,
+    random_ok: bool = False,
     lang: str | None = None,
 ) -> bool:
     """Grade ``fn`` on ``cases`` against ``reference``; print one verdict.
@@ -469,6 +470,11 @@ def check(
             the reader's ``line`` into a specific hint (text), or None.
         fallback: advice added to the generic "wrong values" message.
         on_pass: may return a note printed under a pass.
+        random_ok: the function is meant to draw at random (BERT's masking):
+            different results for the same input are no mistake, ``compare``
+            judges a result by its statistics, and a wrong one that no
+            mistake explains gets the ``fallback`` alone (no entry of a
+            random result is comparable with the reference's).
         lang: language of the verdict; None for the current one.
 
     Returns:
@@ -479,8 +485,8 @@ def check(
         try:
             return _check(title, fn, cases, reference, mistakes, signature=signature,
                           names=names, atol=atol, rtol=rtol, strict_dtype=strict_dtype,
-                          compare=compare,
-                          on_error=on_error, fallback=fallback, on_pass=on_pass)
+                          compare=compare, on_error=on_error, fallback=fallback,
+                          on_pass=on_pass, random_ok=random_ok)
         except Exception as exc:  # a result nothing here foresaw: still a verdict, never a raise
             print(wrap(f"{FAIL} {title}: " + t("harness.uncomparable",
                                                 error=f"{type(exc).__name__}: {_first_line(exc)}")))
@@ -498,7 +504,7 @@ _Compare = Callable[..., bool]
 
 
 def _check(title, fn, cases, reference, mistakes, *, signature, names, atol, rtol,
-           strict_dtype, compare, on_error, fallback, on_pass) -> bool:
+           strict_dtype, compare, on_error, fallback, on_pass, random_ok=False) -> bool:
     cmp = _comparison(compare, atol, rtol)
     if not callable(fn):
         return _fail(title, t("harness.not_callable", got=describe(fn)))
@@ -506,7 +512,8 @@ def _check(title, fn, cases, reference, mistakes, *, signature, names, atol, rto
     failure, first_bad = _run_cases(fn, cases, reference, runs, cmp, signature=signature,
                                     names=names, strict_dtype=strict_dtype, on_error=on_error)
     if failure is None and first_bad is not None:
-        failure = _diagnose(fn, runs, first_bad, mistakes, cmp, strict_dtype, fallback)
+        failure = _diagnose(fn, runs, first_bad, mistakes, cmp, strict_dtype, fallback,
+                            random_ok)
     if failure is not None:
         return _fail(title, *failure)
     _report_pass(title, cases, [got for _, got in runs], on_pass)
@@ -566,12 +573,16 @@ def _run_cases(fn: Callable, cases: Sequence[Case], reference: Callable[..., Any
 
 
 def _diagnose(fn: Callable, runs: _Runs, first_bad: _FirstBad, mistakes: Sequence[Mistake],
-              cmp: _Compare, strict_dtype: bool, fallback: Msg | None) -> _Failure:
+              cmp: _Compare, strict_dtype: bool, fallback: Msg | None,
+              random_ok: bool = False) -> _Failure:
     """The verdict on the first wrong case: a random answer, the hint of a
-    known mistake, the structure problem, or the worst difference."""
+    known mistake, the structure problem, or the worst difference (with
+    ``random_ok``: no test for randomness, and the fallback instead of the
+    worst difference)."""
     index, got, expected, problem = first_bad
     case = runs[index][0]
-    for _ in range(3):  # a random answer (dropout, sampling) is wrong differently each time
+    # a random answer (dropout, sampling) is wrong differently each time
+    for _ in range(0 if random_ok else 3):
         again = _call(fn, case)
         if again.error is None and again.timed_out is None and again.refused is None \
                 and not _same_tensors(got, again.result):
@@ -581,6 +592,8 @@ def _diagnose(fn: Callable, runs: _Runs, first_bad: _FirstBad, mistakes: Sequenc
         return say(hint), case
     if problem is not None:
         return problem, case
+    if random_ok and fallback:
+        return say(fallback), case
     message = t("harness.wrong_values", where=worst_difference(got, expected))
     if fallback:
         message += "\n" + say(fallback)

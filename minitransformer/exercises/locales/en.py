@@ -819,4 +819,200 @@ MESSAGES: dict[str, str] = {
         "a division by zero: steps count from 1, so use step as it is given, not step − 1."
     ),
     "warmup.fallback": "lrate = d_model**-0.5 * min(step**-0.5, step * warmup_steps**-1.5).",
+    # ------------------------------------------------------------------ top-p filtering
+    "name.inputs": "the inputs",
+    "name.labels": "the labels",
+    "top_p.case.plain": "logits (4, 10), p = {p}",
+    "top_p.case.half": "logits (3, 12), p = {p}",
+    "top_p.case.peaked": "rows whose most probable token alone holds more than p = {p}",
+    "top_p.case.small_p": "a small p = {p}",
+    "top_p.case.all": "p = 1 (every token kept)",
+    "top_p.case.two": "a vocabulary of 2, p = {p}",
+    "top_p.case.float64": "float64 logits (3, 16), p = {p}",
+    "top_p.hint.logits": (
+        "you returned the filtered logits (-inf outside the nucleus): return the "
+        "probabilities, the softmax of those logits, so that each row sums to 1."
+    ),
+    "top_p.hint.no_renormalise": (
+        "the right tokens are kept, but their probabilities do not sum to 1: divide the kept "
+        "probabilities by their sum (renormalise), or apply the softmax after setting the "
+        "dropped logits to -inf."
+    ),
+    "top_p.hint.drop_crossing": (
+        "you dropped the token that carries the sum across p: keep a token while the "
+        "tokens *before* it sum to less than p (cumsum - probs < p), so the kept ones sum to "
+        "at least p."
+    ),
+    "top_p.hint.no_top": (
+        "you keep a token while the sum up to and including it is at most p: that drops the "
+        "token that carries the sum across p and, when the most probable token alone holds "
+        "more than p, keeps nothing (the nucleus always contains the top token). Keep a "
+        "token while the tokens before it sum to less than p (cumsum - probs < p)."
+    ),
+    "top_p.hint.ascending": (
+        "you sorted the probabilities from the smallest up: sort with descending=True, so "
+        "the nucleus is made of the most probable tokens."
+    ),
+    "top_p.hint.unsorted": (
+        "you summed the probabilities in vocabulary order: sort them from the largest down "
+        "first (torch.sort(..., descending=True)), then map the kept positions back with the "
+        "sort's indices."
+    ),
+    "top_p.hint.logit_mass": (
+        "you summed the logits: p is a share of the probability mass, so take the softmax "
+        "first and sum the sorted probabilities."
+    ),
+    "top_p.hint.top_k": (
+        "you kept a fixed number of tokens (p times the vocabulary): that is top-k. Top-p "
+        "keeps as many tokens as it takes for their probabilities to reach p, a different "
+        "number in each row."
+    ),
+    "top_p.hint.axis": (
+        "softmax over the wrong axis: each row (the last axis, one distribution over the "
+        "vocabulary) must sum to 1: softmax(dim=-1)."
+    ),
+    "top_p.err.sort": (
+        "torch.sort(x, dim=-1, descending=True) returns (values, indices); sort the "
+        "probabilities of each row along the last axis."
+    ),
+    "top_p.err.scatter": (
+        "to map the kept positions back to vocabulary order, scatter along the last axis "
+        "with the sort's indices: keep = torch.zeros_like(keep_sorted).scatter(-1, indices, "
+        "keep_sorted)."
+    ),
+    "top_p.fallback": (
+        "Softmax the logits, sort each row descending, keep a token while the sorted "
+        "probabilities before it sum to less than p, zero the others, renormalise."
+    ),
+    # ------------------------------------------------------------------ next-token loss
+    "lm_loss.case.plain": "logits (3, 7, 11), rows padded with 0",
+    "lm_loss.case.full": "rows without padding",
+    "lm_loss.case.pad3": "pad_id=3, and real tokens equal to 0",
+    "lm_loss.case.length2": "length 2: one prediction per row",
+    "lm_loss.case.float64": "float64 logits (2, 5, 8)",
+    "lm_loss.hint.not_shifted": (
+        "you scored each position against its own token: position t has seen tokens 0..t "
+        "and predicts token t + 1, so pair logits[:, :-1] with tokens[:, 1:]."
+    ),
+    "lm_loss.hint.wrong_way": (
+        "you shifted the wrong way (logits[:, 1:] with tokens[:, :-1]): that asks each "
+        "position for the token before it. Pair logits[:, :-1] with tokens[:, 1:]."
+    ),
+    "lm_loss.hint.pad_counted": (
+        "you counted the targets that are padding: leave out every prediction whose target "
+        "(tokens[:, 1:]) equals pad_id, e.g. with ignore_index=pad_id."
+    ),
+    "lm_loss.hint.input_pad": (
+        "you left out the positions whose own token is padding, but padding is decided by "
+        "the target: the prediction made at EOS (target: padding) must be left out too, so "
+        "mask with tokens[:, 1:] != pad_id."
+    ),
+    "lm_loss.hint.mean_all": (
+        "you divided by all B·(L − 1) predictions: divide by the number of non-pad targets, "
+        "(tokens[:, 1:] != pad_id).sum()."
+    ),
+    "lm_loss.hint.sum": "you returned the sum: return the mean over the non-pad targets.",
+    "lm_loss.hint.sentences": (
+        "you averaged each sentence, then the sentences: average over all non-pad targets at "
+        "once (every token weighs the same)."
+    ),
+    "lm_loss.hint.pad0": "you compared with 0 instead of the pad_id argument (here pad_id=3).",
+    "lm_loss.hint.double_softmax": (
+        "you applied a softmax before F.cross_entropy, which does its own log_softmax: give "
+        "it the logits."
+    ),
+    "lm_loss.hint.raw_nll": (
+        "F.nll_loss expects log-probabilities: apply log_softmax(dim=-1) to the logits first "
+        "(or use F.cross_entropy on the logits)."
+    ),
+    "lm_loss.err.flatten": (
+        "F.cross_entropy reads (B, L, V) logits as (N, C, ...), classes on axis 1: flatten "
+        "to (B·(L − 1), V) with .reshape(-1, V) and the targets to (B·(L − 1),)."
+    ),
+    "lm_loss.err.shapes": (
+        "the logits and the targets do not line up: after the shift both cover L − 1 "
+        "positions, logits[:, :-1] (B, L − 1, V) and tokens[:, 1:] (B, L − 1)."
+    ),
+    "lm_loss.fallback": (
+        "Take logits[:, :-1] and targets tokens[:, 1:], the cross-entropy of each pair, and "
+        "the mean over the targets that are not pad_id."
+    ),
+    # ------------------------------------------------------------------ BERT's masking
+    "bert.case.plain": "64 rows of 512 tokens, p = {p}, mask_id outside the vocabulary",
+    "bert.case.half": "p = {p}, mask_id 4 inside the vocabulary",
+    "bert.case.small_vocab": "a vocabulary of 12, p = {p}",
+    "bert.hint.not_ignored": (
+        "no label is -100: the labels must be the original token only where a token was "
+        "chosen, and -100 (ignored by the loss) everywhere else."
+    ),
+    "bert.hint.labels_inverted": (
+        "the labels are inverted: -100 where a token was chosen and the token elsewhere. "
+        "The loss is computed on the chosen tokens: labels = torch.where(chosen, tokens, "
+        "-100)."
+    ),
+    "bert.hint.labels_corrupted": (
+        "your labels hold the new inputs (mask_id, random tokens): they must hold the "
+        "original tokens, what the model is asked to recover. Take them from tokens, not from "
+        "the masked copy."
+    ),
+    "bert.hint.pad": (
+        "you chose padding tokens: padding is never chosen. Choose only ordinary tokens, "
+        "those not in special_ids (padding, BOS, EOS, UNK)."
+    ),
+    "bert.hint.specials": (
+        "you chose special tokens (BOS, EOS or UNK): you left out the padding, but every id in "
+        "special_ids must be left out, e.g. ~torch.isin(tokens, torch.tensor(special_ids))."
+    ),
+    "bert.hint.p_inverted": (
+        "you chose about 1 − p of the tokens: choose a token when torch.rand(...) < p."
+    ),
+    "bert.hint.p_fixed": (
+        "you chose 15% of the tokens whatever p is: use the argument p (here p = 0.5)."
+    ),
+    "bert.hint.all_tokens": (
+        "the 80/10/10 rule changed tokens that were not chosen: apply it only to the chosen "
+        "tokens (and the chosen ones alone get labels); every other input stays as it was."
+    ),
+    "bert.hint.random_pool": (
+        "some random replacements are special tokens, mask_id or ids outside the vocabulary: "
+        "draw them from the ordinary ids only, below vocab_size, not in special_ids, not "
+        "mask_id."
+    ),
+    "bert.hint.all_masked": (
+        "you replaced every chosen token by mask_id: of the chosen, 80% become mask_id, 10% "
+        "a random token, and 10% stay as they are."
+    ),
+    "bert.hint.no_keep": (
+        "no chosen token stays as it was: 10% of the chosen must be left unchanged (still "
+        "with their label), so that the model cannot tell which visible tokens it is asked "
+        "about."
+    ),
+    "bert.hint.no_random": (
+        "no chosen token became a random token: 10% of the chosen must be replaced by a "
+        "random ordinary id."
+    ),
+    "bert.hint.overlap": (
+        "about 72% of the chosen tokens became mask_id, not 80%: your random 10% was drawn "
+        "with a second random number that overlaps the 80%. Draw one number r per token: "
+        "r < 0.8 mask, 0.8 ≤ r < 0.9 random, else keep."
+    ),
+    "bert.hint.shares": (
+        "the chosen tokens are right, but not their shares: 80% must become mask_id, 10% a "
+        "random ordinary id and 10% stay as they are. Draw one number r per token: r < 0.8 "
+        "mask, 0.8 ≤ r < 0.9 random, else keep."
+    ),
+    "bert.err.isin": (
+        "`token in special_ids` does not work on a tensor: build the bool tensor of special "
+        "positions with torch.isin(tokens, torch.tensor(special_ids))."
+    ),
+    "bert.err.randint": (
+        "torch.randint(low, high, size) draws ids in [low, high): pass the shape as a tuple, "
+        "e.g. torch.randint(len(pool), tokens.shape), and index the pool of ordinary ids with "
+        "it."
+    ),
+    "bert.fallback": (
+        "Choose each ordinary token (not in special_ids, not mask_id) with probability p; of "
+        "the chosen, 80% become mask_id, 10% a random ordinary id below vocab_size, 10% stay; "
+        "labels: the original token where chosen, -100 elsewhere."
+    ),
 }

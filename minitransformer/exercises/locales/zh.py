@@ -726,4 +726,175 @@ MESSAGES: dict[str, str] = {
         "除以了零：步数从 1 开始，所以请直接使用给你的 step，不要用 step − 1。"
     ),
     "warmup.fallback": "即 lrate = d_model**-0.5 * min(step**-0.5, step * warmup_steps**-1.5)。",
+    # ------------------------------------------------------------------ top-p filtering
+    "name.inputs": "输入",
+    "name.labels": "标签",
+    "top_p.case.plain": "logits (4, 10)，p = {p}",
+    "top_p.case.half": "logits (3, 12)，p = {p}",
+    "top_p.case.peaked": "最可能的词元单独就超过 p = {p} 的行",
+    "top_p.case.small_p": "较小的 p = {p}",
+    "top_p.case.all": "p = 1（保留所有词元）",
+    "top_p.case.two": "词表大小为 2，p = {p}",
+    "top_p.case.float64": "float64 的 logits (3, 16)，p = {p}",
+    "top_p.hint.logits": (
+        "你返回的是过滤后的 logits（核 nucleus 之外为 -inf）：请返回概率，即这些 logits 的 softmax，"
+        "使每一行的和为 1。"
+    ),
+    "top_p.hint.no_renormalise": (
+        "保留的词元是对的，但它们的概率之和不是 1：请把保留的概率除以它们的和（重新归一化），"
+        "或者先把丢弃的 logits 设为 -inf，再做 softmax。"
+    ),
+    "top_p.hint.drop_crossing": (
+        "你丢掉了让累计和越过 p 的那个词元：只要排在它“前面”的词元之和小于 p，就保留它"
+        "（cumsum - probs < p），这样保留的词元之和至少为 p。"
+    ),
+    "top_p.hint.no_top": (
+        "你在“累计到它为止的和不超过 p”时保留一个词元：这会丢掉让累计和越过 p 的那个词元；"
+        "当最可能的词元单独就超过 p 时，更是一个词元也不保留（核里总是包含概率最大的词元）。"
+        "请在排在它前面的词元之和小于 p 时保留它（cumsum - probs < p）。"
+    ),
+    "top_p.hint.ascending": (
+        "你把概率从小到大排序了：请用 descending=True 排序，让核由最可能的词元组成。"
+    ),
+    "top_p.hint.unsorted": (
+        "你按词表顺序累加了概率：请先从大到小排序（torch.sort(..., descending=True)），"
+        "再用排序返回的索引把保留的位置映射回去。"
+    ),
+    "top_p.hint.logit_mass": (
+        "你累加的是 logits：p 是概率质量的份额，所以请先做 softmax，再累加排序后的概率。"
+    ),
+    "top_p.hint.top_k": (
+        "你保留了固定个数的词元（p 乘以词表大小）：那是 top-k。top-p 保留的词元个数是让它们的"
+        "概率之和达到 p 所需的个数，每一行都可能不同。"
+    ),
+    "top_p.hint.axis": (
+        "softmax 的轴不对：每一行（最后一个轴，词表上的一个分布）的和必须为 1：softmax(dim=-1)。"
+    ),
+    "top_p.err.sort": (
+        "torch.sort(x, dim=-1, descending=True) 返回 (values, indices)；请沿最后一个轴对每一行的"
+        "概率排序。"
+    ),
+    "top_p.err.scatter": (
+        "要把保留的位置映射回词表顺序，请用排序返回的索引沿最后一个轴 scatter："
+        "keep = torch.zeros_like(keep_sorted).scatter(-1, indices, keep_sorted)。"
+    ),
+    "top_p.fallback": (
+        "对 logits 做 softmax，把每一行从大到小排序，只要排在某个词元前面的概率之和小于 p 就保留它，"
+        "其余置零，再重新归一化。"
+    ),
+    # ------------------------------------------------------------------ next-token loss
+    "lm_loss.case.plain": "logits (3, 7, 11)，各行用 0 填充",
+    "lm_loss.case.full": "没有填充的行",
+    "lm_loss.case.pad3": "pad_id=3，且有等于 0 的真实词元",
+    "lm_loss.case.length2": "长度 2：每行只有一个预测",
+    "lm_loss.case.float64": "float64 的 logits (2, 5, 8)",
+    "lm_loss.hint.not_shifted": (
+        "你让每个位置去预测它自己的词元：位置 t 看到的是词元 0..t，预测的是词元 t + 1，"
+        "所以请把 logits[:, :-1] 与 tokens[:, 1:] 配对。"
+    ),
+    "lm_loss.hint.wrong_way": (
+        "你移位的方向反了（logits[:, 1:] 配 tokens[:, :-1]）：这是让每个位置去预测它前面的词元。"
+        "请把 logits[:, :-1] 与 tokens[:, 1:] 配对。"
+    ),
+    "lm_loss.hint.pad_counted": (
+        "你把目标为填充的位置也算进去了：请去掉所有目标（tokens[:, 1:]）等于 pad_id 的预测，"
+        "例如用 ignore_index=pad_id。"
+    ),
+    "lm_loss.hint.input_pad": (
+        "你去掉的是自身词元为填充的位置，但是否为填充要看目标：在 EOS 处做出的预测（目标是填充）"
+        "也必须去掉，所以请用 tokens[:, 1:] != pad_id 作掩码。"
+    ),
+    "lm_loss.hint.mean_all": (
+        "你除以了全部 B·(L − 1) 个预测：应除以非填充目标的个数，(tokens[:, 1:] != pad_id).sum()。"
+    ),
+    "lm_loss.hint.sum": "你返回的是总和：请返回非填充目标上的平均值。",
+    "lm_loss.hint.sentences": (
+        "你先对每个句子求平均，再对句子求平均：请一次性对所有非填充目标求平均（每个词元的权重相同）。"
+    ),
+    "lm_loss.hint.pad0": "你与 0 作比较，而不是与参数 pad_id 比较（这里 pad_id=3）。",
+    "lm_loss.hint.double_softmax": (
+        "你在 F.cross_entropy 之前做了 softmax，而它自己会做 log_softmax：请直接把 logits 传给它。"
+    ),
+    "lm_loss.hint.raw_nll": (
+        "F.nll_loss 需要的是对数概率：请先对 logits 做 log_softmax(dim=-1)（或者对 logits 用 "
+        "F.cross_entropy）。"
+    ),
+    "lm_loss.err.flatten": (
+        "F.cross_entropy 把 (B, L, V) 的 logits 当作 (N, C, ...)，类别在第 1 个轴上：请用 "
+        ".reshape(-1, V) 展平成 (B·(L − 1), V)，目标展平成 (B·(L − 1),)。"
+    ),
+    "lm_loss.err.shapes": (
+        "logits 和目标对不齐：移位之后两者都覆盖 L − 1 个位置，即 logits[:, :-1] (B, L − 1, V) "
+        "和 tokens[:, 1:] (B, L − 1)。"
+    ),
+    "lm_loss.fallback": (
+        "取 logits[:, :-1] 和目标 tokens[:, 1:]，算出每一对的交叉熵，再对目标不是 pad_id 的位置求平均。"
+    ),
+    # ------------------------------------------------------------------ BERT's masking
+    "bert.case.plain": "64 行、每行 512 个词元，p = {p}，mask_id 在词表之外",
+    "bert.case.half": "p = {p}，mask_id 4 在词表之内",
+    "bert.case.small_vocab": "词表大小为 12，p = {p}",
+    "bert.hint.not_ignored": (
+        "没有一个标签是 -100：只有被选中的词元处，标签才是原来的词元；其他位置一律为 -100"
+        "（损失会忽略它）。"
+    ),
+    "bert.hint.labels_inverted": (
+        "标签反了：你在选中的位置放了 -100，在其他位置放了词元。损失是在选中的词元上计算的："
+        "labels = torch.where(chosen, tokens, -100)。"
+    ),
+    "bert.hint.labels_corrupted": (
+        "你的标签存的是新的输入（mask_id、随机词元）：标签必须是原来的词元，也就是模型要还原的内容。"
+        "请从 tokens 取标签，而不是从加了掩码的副本取。"
+    ),
+    "bert.hint.pad": (
+        "你选中了填充词元：填充永远不会被选中。只选普通词元，即不在 special_ids 中的词元"
+        "（填充、BOS、EOS、UNK）。"
+    ),
+    "bert.hint.specials": (
+        "你选中了特殊词元（BOS、EOS 或 UNK）：你排除了填充，但 special_ids 中的每个 id 都要排除，"
+        "例如 ~torch.isin(tokens, torch.tensor(special_ids))。"
+    ),
+    "bert.hint.p_inverted": "你选中了大约 1 − p 的词元：应在 torch.rand(...) < p 时选中一个词元。",
+    "bert.hint.p_fixed": "不论 p 是多少，你都选中了 15% 的词元：请使用参数 p（这里 p = 0.5）。",
+    "bert.hint.all_tokens": (
+        "80/10/10 规则改动了没有被选中的词元：只对选中的词元应用它（也只有选中的词元有标签）；"
+        "其他输入都保持原样。"
+    ),
+    "bert.hint.random_pool": (
+        "有些随机替换得到的是特殊词元、mask_id 或词表之外的 id：请只从普通 id 中抽取，即小于 "
+        "vocab_size、不在 special_ids 中、也不是 mask_id 的 id。"
+    ),
+    "bert.hint.all_masked": (
+        "你把每个选中的词元都换成了 mask_id：选中的词元中，80% 换成 mask_id，10% 换成随机词元，"
+        "10% 保持原样。"
+    ),
+    "bert.hint.no_keep": (
+        "没有一个选中的词元保持原样：选中的词元中必须有 10% 不变（仍然带着标签），这样模型就无法"
+        "分辨它要回答的是哪些可见的词元。"
+    ),
+    "bert.hint.no_random": (
+        "没有一个选中的词元变成随机词元：选中的词元中必须有 10% 换成一个随机的普通 id。"
+    ),
+    "bert.hint.overlap": (
+        "大约 72% 的选中词元变成了 mask_id，而不是 80%：你抽那 10% 随机替换时用了第二个随机数，"
+        "它与那 80% 重叠了。请每个词元只抽一个数 r：r < 0.8 换成掩码，0.8 ≤ r < 0.9 换成随机词元，"
+        "其余保持不变。"
+    ),
+    "bert.hint.shares": (
+        "选中的词元是对的，但比例不对：80% 要换成 mask_id，10% 换成随机的普通 id，10% 保持原样。"
+        "请每个词元只抽一个数 r：r < 0.8 换成掩码，0.8 ≤ r < 0.9 换成随机词元，其余保持不变。"
+    ),
+    "bert.err.isin": (
+        "`token in special_ids` 不能用于张量：请用 torch.isin(tokens, torch.tensor(special_ids)) "
+        "构造标出特殊位置的布尔张量。"
+    ),
+    "bert.err.randint": (
+        "torch.randint(low, high, size) 在 [low, high) 中抽取 id：形状要以元组传入，例如 "
+        "torch.randint(len(pool), tokens.shape)，再用它去索引普通 id 组成的 pool。"
+    ),
+    "bert.fallback": (
+        "以概率 p 选中每个普通词元（不在 special_ids 中，也不是 mask_id）；选中的词元中 80% 换成 "
+        "mask_id，10% 换成小于 vocab_size 的随机普通 id，10% 保持不变；标签：选中处为原来的词元，"
+        "其他位置为 -100。"
+    ),
 }
