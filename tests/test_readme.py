@@ -14,6 +14,20 @@ def test_readme_python_snippet_runs():
     assert tuple(namespace["logits"].shape) == (8, 10, 100)
 
 
+def test_readme_language_model_snippet_runs():
+    """The second snippet (a GPT from the same layers) continues the first."""
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
+    assert len(blocks) >= 2, "README has no language-model snippet"
+    namespace: dict = {}
+    for block in blocks[:2]:
+        exec(compile(block, "README.md", "exec"), namespace)
+    src = namespace["src"]
+    assert tuple(namespace["logits"].shape) == (*src.shape, 100)  # (8, 12, 100)
+    ids = namespace["ids"]
+    assert tuple(ids.shape) == (src.shape[0], 3 + 20)
+    assert (ids[:, :3] == src[:, :3]).all()  # the prompt comes first
+
+
 def test_every_make_command_the_docs_name_is_a_target():
     makefile = (README.parent / "Makefile").read_text()
     targets = set(re.findall(r"^([\w-]+):", makefile, re.M))
