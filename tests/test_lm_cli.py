@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from cli_helpers import assert_one_line_error, run_cli
 
 from minitransformer import LanguageModel, LanguageModelConfig, MaskedLanguageModel
 from minitransformer.cli import build_parser, main
@@ -50,19 +51,7 @@ TINY = ["--data-root", str(FIXTURES), "--no-download", "--d-model", "16", "--hea
         "--warmup", "10", "--lr", "3e-3", "--amp", "off", "--quiet", "--device", "cpu"]
 
 
-def _cli(capsys, argv):
-    code = main(argv)
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def _one_line_error(code: int, err: str) -> None:
-    """Exit status 2 and one error line (argparse puts its usage lines first)."""
-    assert code == 2, err
-    assert "Traceback" not in err
-    lines = err.strip().splitlines()
-    assert "error: " in lines[-1], err
-    assert all(line.startswith(("usage: ", " ")) for line in lines[:-1]), err
+_cli, _one_line_error = run_cli, assert_one_line_error
 
 
 def _flags(*commands: str) -> dict[str, argparse.Action]:

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from cli_helpers import assert_one_line_error, run_cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -76,19 +77,7 @@ def _crafted(tmp_path: Path, base: Path, name: str = "crafted.pt", **changes) ->
     return path
 
 
-def _cli(capsys, argv):
-    code = main(argv)
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def _one_line_error(code: int, err: str) -> None:
-    """Exit status 2 and one error line (argparse puts its usage lines first)."""
-    assert code == 2, err
-    assert "Traceback" not in err
-    lines = err.strip().splitlines()
-    assert "error: " in lines[-1], err
-    assert all(line.startswith(("usage: ", " ")) for line in lines[:-1]), err
+_cli, _one_line_error = run_cli, assert_one_line_error
 
 
 # --- 1. a checkpoint names classes: nothing outside the registry runs ----------------------
