@@ -66,7 +66,7 @@ from .instruments.interop import (
     load_torch_transformer,
 )
 from .instruments.probe import record_attention
-from .instruments.summary import count_parameters
+from .instruments.summary import count_parameters, matched_d_ff
 from .layernorm import LayerNorm, RMSNorm, layer_norm, rms_norm
 from .layers import Decoder, DecoderLayer, Encoder, EncoderLayer
 from .lm import (

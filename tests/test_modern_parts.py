@@ -8,6 +8,7 @@ the bias switch and the 2020s preset."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import typing
 
@@ -388,7 +389,7 @@ def test_the_2017_parts_are_the_defaults_and_the_2020s_preset_differs_in_parts_o
     assert cpu_model_config(9, 9, era="2017") == cpu_model_config(9, 9)
     modern = cpu_model_config(9, 9, era="2020s")
     assert {k: getattr(modern, k) for k in ERA_PARTS["2020s"]} == ERA_PARTS["2020s"]
-    sizes = set(CPU_MODEL) - set(ERA_PARTS["2020s"])
+    sizes = set(CPU_MODEL) - set(ERA_PARTS["2020s"]) - {"d_ff"}
     assert all(CPU_MODEL_2020S[k] == CPU_MODEL[k] for k in sizes)
     lm = language_model_config(40, era="2020s", **SMALL)
     assert lm.norm == "rmsnorm" and lm.positional == "rope" and not lm.bias
@@ -397,7 +398,8 @@ def test_the_2017_parts_are_the_defaults_and_the_2020s_preset_differs_in_parts_o
         cpu_model_config(9, 9, era="1990s")
     # what the 2020s parts change in the translator's size, part by part
     old = mt.count_parameters(mt.Transformer(cpu_model_config(100, 100)))
-    new = mt.count_parameters(mt.Transformer(cpu_model_config(100, 100, era="2020s")))
+    new = mt.count_parameters(mt.Transformer(cpu_model_config(100, 100, era="2020s",
+                                                              d_ff=CPU_MODEL["d_ff"])))
     d, f, h = 256, 512, mt.swiglu_hidden(512)
     attentions, ffns, norms = 3 + 3 + 3, 3 + 3, 3 * 2 + 1 + 3 * 3 + 1
     kv = 2 * (d * d - d * (d // 8) * 2)  # w_k and w_v: 2 key/value heads of 32 instead of 8
@@ -440,3 +442,30 @@ def test_modern_models_compile_without_graph_breaks_and_match_eager():
     expected_grads = torch.autograd.grad(expected.square().mean(), list(model.parameters()))
     for got, want in zip(grads, expected_grads, strict=True):
         torch.testing.assert_close(got, want)
+
+
+def test_matched_d_ff_is_the_closest_width_found_by_counting_every_width():
+    from minitransformer.instruments.summary import model_of
+
+    for config in (mt.LanguageModelConfig(50, d_model=16, num_heads=4, num_layers=2, d_ff=40,
+                                          feed_forward="swiglu", num_kv_heads=1, bias=False),
+                   mt.TransformerConfig(30, 30, d_model=16, num_heads=2, num_encoder_layers=1,
+                                        num_decoder_layers=1, d_ff=32)):
+        target = mt.count_parameters(model_of(dataclasses.replace(config, d_ff=1))) + 5000
+        counts = {d: mt.count_parameters(model_of(dataclasses.replace(config, d_ff=d)))
+                  for d in range(1, 400)}
+        best = min(counts, key=lambda d: (abs(counts[d] - target), d))
+        assert mt.matched_d_ff(config, target) == best
+    with pytest.raises(ValueError, match="parameters must be a positive int"):
+        mt.matched_d_ff(config, 0)
+    with pytest.raises(TypeError, match="expected a TransformerConfig or LanguageModelConfig"):
+        model_of({"d_ff": 3})
+
+
+@pytest.mark.parametrize("vocab", [100, 8000])
+def test_the_2020s_translator_has_the_2017_ones_parameter_count(vocab):
+    old = mt.count_parameters(mt.Transformer(cpu_model_config(vocab, vocab)))
+    modern = cpu_model_config(vocab, vocab, era="2020s")
+    assert mt.matched_d_ff(modern, old) == modern.d_ff
+    new = mt.count_parameters(mt.Transformer(modern))
+    assert abs(new - old) / old < 0.001

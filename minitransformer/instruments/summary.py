@@ -8,7 +8,10 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-__all__ = ["count_parameters", "parameter_table", "ShapeRecord", "trace_shapes"]
+__all__ = [
+    "count_parameters", "parameter_table", "ShapeRecord", "trace_shapes", "model_of",
+    "matched_d_ff",
+]
 
 
 def count_parameters(module: nn.Module, trainable_only: bool = True) -> int:
@@ -16,6 +19,48 @@ def count_parameters(module: nn.Module, trainable_only: bool = True) -> int:
     if not isinstance(module, nn.Module):
         raise TypeError(f"count_parameters: expected an nn.Module, got {type(module).__name__}")
     return sum(p.numel() for p in module.parameters() if p.requires_grad or not trainable_only)
+
+
+def model_of(config) -> nn.Module:
+    """The model a config describes, built on the meta device (no memory, no
+    initialisation): a :class:`~minitransformer.Transformer` for a
+    :class:`~minitransformer.TransformerConfig`, a
+    :class:`~minitransformer.LanguageModel` for a
+    :class:`~minitransformer.LanguageModelConfig`."""
+    from ..lm.models import LanguageModel, LanguageModelConfig
+    from ..model import Transformer, TransformerConfig
+
+    kinds = {TransformerConfig: Transformer, LanguageModelConfig: LanguageModel}
+    if type(config) not in kinds:
+        raise TypeError(f"model_of: expected a TransformerConfig or LanguageModelConfig, "
+                        f"got {type(config).__name__}")
+    with torch.device("meta"):
+        return kinds[type(config)](config)
+
+
+def matched_d_ff(config, parameters: int) -> int:
+    """The feed-forward width ``d_ff`` that brings the model of ``config``
+    closest to ``parameters`` parameters, the other fields as they are.
+
+    How the book compares parts at equal capacity: a part that saves weights
+    (grouped key/value heads, no biases) gives them back to the feed-forward
+    networks. The count is linear in the hidden width (``d_ff``, or SwiGLU's
+    ``round(2·d_ff/3)``), so two builds find the line; the neighbours of its
+    root are then counted exactly, and the smallest of the closest is
+    returned. ``config``: a :class:`~minitransformer.TransformerConfig` or
+    :class:`~minitransformer.LanguageModelConfig`."""
+    import dataclasses
+
+    def count(d_ff: int) -> int:
+        return count_parameters(model_of(dataclasses.replace(config, d_ff=d_ff)))
+
+    if not isinstance(parameters, int) or parameters < 1:
+        raise ValueError(f"matched_d_ff: parameters must be a positive int, got {parameters!r}")
+    low, high = 64, 4096
+    per_unit = (count(high) - count(low)) / (high - low)
+    guess = max(1, round(low + (parameters - count(low)) / per_unit))
+    candidates = range(max(1, guess - 3), guess + 4)
+    return min(candidates, key=lambda d: (abs(count(d) - parameters), d))
 
 
 def parameter_table(model: nn.Module, depth: int = 1) -> list[tuple[str, str, int]]:

@@ -143,9 +143,14 @@ for _parts in ERA_PARTS.values():
     for _config_class in (TransformerConfig, LanguageModelConfig):
         Preset(_config_class, _parts)  # a typo or a renamed field fails at import
 
-#: :data:`CPU_MODEL` with the 2020s parts: the same sizes, Llama's parts.
+#: :data:`CPU_MODEL` with the 2020s parts: the same width, heads and layers,
+#: Llama's parts, and the 2017 model's parameter count: grouped key/value
+#: heads and no biases save weights, which a wider feed-forward network gives
+#: back (``d_ff`` 805, SwiGLU hidden width 537: the width that
+#: :func:`~minitransformer.instruments.summary.matched_d_ff` finds for any
+#: vocabulary size, checked in ``tests/test_modern_parts.py``).
 CPU_MODEL_2020S: Preset[TransformerConfig] = Preset(
-    TransformerConfig, {**CPU_MODEL, **ERA_PARTS["2020s"]}
+    TransformerConfig, {**CPU_MODEL, **ERA_PARTS["2020s"], "d_ff": 805}
 )
 
 #: :class:`~minitransformer.training.TrainConfig` fields of its training.
