@@ -35,6 +35,14 @@ scored as ``python -m minitransformer evaluate`` scores (one line per
 sentence, :func:`~minitransformer.metrics.corpus_scores`: cased sacreBLEU,
 the headline; lower-cased; chrF).
 
+A third model, ``encdec-2020s`` (issue 24, item 5; chapter 12), is chapter
+10's translator with the 2020s parts (``cpu_model_config(era="2020s")``:
+pre-RMSNorm, SwiGLU, rotary positions, 2 key/value heads, no biases, and the
+feed-forward width that gives the 2017 model's parameter count); run it
+against ``encdec`` with ``--models encdec encdec-2020s --out
+minitransformer/results/eras_translation.json`` (read by chapter 12 with
+``load_result("eras_translation")``).
+
 Modes: one run after the other with ``--threads`` threads (default torch's),
 or ``--parallel``: the two models of a seed side by side as two processes
 of one thread each, so both see the same machine load (half the wall time on
@@ -105,6 +113,9 @@ RESULT = ROOT.parent / "minitransformer" / "results" / "lm_translation.json"
 MODELS = {
     "encdec": "Transformer, chapter 10's encoder-decoder (cpu_model_config)",
     "lm": "LanguageModel on German [BOS] English [EOS], loss on the English part",
+    "encdec-2020s": "Transformer with the 2020s parts at the same parameter count "
+                    "(cpu_model_config(era='2020s'): pre-RMSNorm, SwiGLU, RoPE, 2 key/value "
+                    "heads, no biases; chapter 12)",
 }
 TEST_SPLIT = "test_2016_flickr"
 # Decoding as `python -m minitransformer evaluate` decodes (its defaults) and
@@ -226,9 +237,9 @@ class CountingLMBatcher(LMBatcher):
 # --------------------------------------------------------------------------- models
 
 
-def encdec_config(vocab_size: int):
-    """Chapter 10's model for the joint vocabulary."""
-    return cpu_model_config(vocab_size, vocab_size)
+def encdec_config(vocab_size: int, era: str = "2017"):
+    """Chapter 10's model for the joint vocabulary (``era="2020s"``: chapter 12's)."""
+    return cpu_model_config(vocab_size, vocab_size, era=era)
 
 
 def lm_max_len() -> int:
@@ -296,7 +307,7 @@ def train_and_score(name: str, seed: int, data: Data, config, args: argparse.Nam
     load_start = os.getloadavg()
     vocab = data.tokenizer
     torch.manual_seed(seed)
-    if name == "encdec":
+    if name.startswith("encdec"):
         model = Transformer(config)
         batches = TokenBatcher(data.train, CPU_DATA["max_tokens"], shuffle=True, seed=seed)
         valid = list(TokenBatcher(data.valid, CPU_DATA["max_tokens"], shuffle=False))
@@ -313,7 +324,7 @@ def train_and_score(name: str, seed: int, data: Data, config, args: argparse.Nam
     fit_seconds = time.perf_counter() - t0
     steps = history.step[-1] if history.step else 0
     seconds = history.seconds[-1] if history.seconds else 0.0
-    if name == "encdec":  # fit counts non-pad source + target tokens
+    if name.startswith("encdec"):  # fit counts non-pad source + target tokens
         processed = sum(history.tokens)
     else:  # fit counts the English targets only; German + BOS + English as encdec's unit
         processed = sum(batches.input_tokens[:steps])
@@ -321,7 +332,7 @@ def train_and_score(name: str, seed: int, data: Data, config, args: argparse.Nam
     valid_loss = evaluate_loss(model, valid, amp="off")
     model.eval()
     t0 = time.perf_counter()
-    decode = translate if name == "encdec" else translate_with_lm
+    decode = translate if name.startswith("encdec") else translate_with_lm
     hyps = decode(model, data.test_sources, vocab, vocab, beam_size=args.beam, **DECODING)
     hyps = [one_line(h) for h in hyps]  # as evaluate writes them
     decode_seconds = time.perf_counter() - t0
@@ -359,8 +370,8 @@ def train_and_score(name: str, seed: int, data: Data, config, args: argparse.Nam
 
 
 def config_for(name: str, args: argparse.Namespace, vocab_size: int):
-    if name == "encdec":
-        return encdec_config(vocab_size)
+    if name.startswith("encdec"):
+        return encdec_config(vocab_size, era="2020s" if name == "encdec-2020s" else "2017")
     return lm_config(vocab_size, args.lm_layers, args.lm_tie_output == "yes")
 
 
@@ -462,7 +473,9 @@ def main(argv: Sequence[str] | None = None) -> dict | None:
     if args.parallel:
         runs = run_parallel(args, data.tokenizer)
     else:
-        runs = [train_and_score(name, seed, data, encdec if name == "encdec" else lm, args)
+        configs = {"encdec": encdec, "lm": lm,
+                   "encdec-2020s": encdec_config(vocab_size, era="2020s")}
+        runs = [train_and_score(name, seed, data, configs[name], args)
                 for seed in args.seeds for name in args.models]
     after = machine.print_machine("after")
     summary = summarise(runs)
@@ -472,9 +485,13 @@ def main(argv: Sequence[str] | None = None) -> dict | None:
               f"{b['n']} seeds), lower-cased {lc['mean']:.2f} ({lc['min']:.2f} to "
               f"{lc['max']:.2f}); validation cross-entropy {s['valid_loss']['mean']:.3f}")
     record = {
-        "what": "issue 23: translation as language modelling (a decoder-only model on "
-                "German [BOS] English [EOS]) against chapter 10's encoder-decoder, at the "
-                "same parameter count, data, recipe, wall-clock budget and seeds",
+        "what": ("issue 24: chapter 10's translator with the 2017 parts against the same "
+                 "translator with the 2020s parts, at the same parameter count, data, recipe, "
+                 "wall-clock budget and seeds" if "lm" not in args.models else
+                 "issue 23: translation as language modelling (a decoder-only model on "
+                 "German [BOS] English [EOS]) against chapter 10's encoder-decoder, at the "
+                 "same parameter count, data, recipe, wall-clock budget and seeds"),
+        "models_run": args.models,
         "script": "benchmarks/bench_lm_translation.py",
         **machine.run_stamp(started),
         "machine_before": before, "machine_after": after,
@@ -492,6 +509,10 @@ def main(argv: Sequence[str] | None = None) -> dict | None:
         "models": {
             "encdec": {"what": MODELS["encdec"], "config": encdec.to_dict(),
                        "parameters": target},
+            "encdec-2020s": {"what": MODELS["encdec-2020s"],
+                             "config": encdec_config(vocab_size, era="2020s").to_dict(),
+                             "parameters": parameters_of(encdec_config(vocab_size,
+                                                                       era="2020s"))},
             "lm": {"what": MODELS["lm"], "config": lm.to_dict(), "parameters": lm_params,
                    "choice": "the number of layers and the output tying whose parameter "
                              "count is closest to the encoder-decoder's (candidates below; "

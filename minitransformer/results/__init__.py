@@ -21,6 +21,8 @@ RESULTS = {
     "time_to_bleu": "benchmarks/bench_time_to_bleu.py",
     "vocab_choice": "benchmarks/campaign_translator.py (choose, then apply)",
     "lm_translation": "benchmarks/bench_lm_translation.py",
+    "eras_translation": "benchmarks/bench_lm_translation.py --models encdec encdec-2020s",
+    "modern_parts": "benchmarks/bench_modern_parts.py",
 }
 
 
