@@ -3,9 +3,10 @@
 the online softmax (``flash_attention``). Memory only, no timing.
 
 The measure: the bytes of the tensors the call allocates that are alive at
-once, at their peak (a ``TorchDispatchMode`` sees every operator's outputs;
-a tensor's storage counts from its allocation until that tensor is freed;
-the inputs, allocated before, do not count). Results: ``benchmarks/README.md``,
+once, at their peak (:func:`minitransformer.instruments.memory.peak_bytes`:
+a ``TorchDispatchMode`` sees every operator's outputs; a tensor's storage
+counts from its allocation until that tensor is freed; the inputs,
+allocated before, do not count). Results: ``benchmarks/README.md``,
 "Attention memory: full scores against blocks of keys".
 
     python benchmarks/bench_flash_attention.py [--lengths 128 256 ...] [--block 128]
@@ -15,51 +16,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import weakref
 from pathlib import Path
 
 import torch
 from machine import report_before_and_after, run_stamp
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_leaves
 
 import minitransformer as mt
+from minitransformer.instruments.memory import peak_bytes
 
 RESULT = Path(__file__).parent / "results" / "flash_attention.json"
-
-
-class PeakLiveBytes(TorchDispatchMode):
-    """Counts the bytes of the storages operators allocate while it is active,
-    alive at once; ``peak`` is their maximum."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.live = self.peak = 0
-        self.seen: set[int] = set()
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        for t in tree_leaves(out):
-            if isinstance(t, torch.Tensor):
-                storage = t.untyped_storage()
-                ptr, size = storage.data_ptr(), storage.nbytes()
-                if size and ptr not in self.seen:  # a new allocation (not a view)
-                    self.seen.add(ptr)
-                    self.live += size
-                    self.peak = max(self.peak, self.live)
-                    weakref.finalize(t, self._free, ptr, size)
-        return out
-
-    def _free(self, ptr: int, size: int) -> None:
-        self.seen.discard(ptr)
-        self.live -= size
-
-
-def peak_bytes(fn, *args, **kwargs) -> int:
-    """The peak of :class:`PeakLiveBytes` during ``fn(*args, **kwargs)``."""
-    with PeakLiveBytes() as counter:
-        fn(*args, **kwargs)
-    return counter.peak
 
 
 def main() -> None:
