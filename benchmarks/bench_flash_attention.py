@@ -38,7 +38,7 @@ def main() -> None:
     rows = []
     for length in args.lengths:
         q, k, v = (torch.randn(1, args.heads, length, args.head_dim) for _ in range(3))
-        causal = mt.causal_mask(length)[0, 0]  # (L, L) bool: a decoder's mask
+        causal = mt.causal_mask(length)  # (L, L) bool: a decoder's mask
         with torch.no_grad():
             full = peak_bytes(mt.scaled_dot_product_attention, q, k, v, causal)
             blocked = peak_bytes(mt.flash_attention, q, k, v, causal, block_size=args.block)
