@@ -46,6 +46,7 @@ writes to the temporary folder unless ``--out`` is given). Results:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import math
@@ -121,6 +122,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--no-train", action="store_true", help="skip the training runs")
     p.add_argument("--pieces", type=int, default=PIECES,
                    help="pieces of the subword model (default chapter 11's; tests shrink it)")
+    p.add_argument("--lock", type=Path, default=None,
+                   help="a file that exists while a timing phase runs (others may wait on it)")
     p.add_argument("--data-root", type=Path, default=None)
     p.add_argument("--smoke", action="store_true", help=f"a quick check: {SMOKE} unless given")
     p.add_argument("--out", type=Path, default=None)
@@ -284,6 +287,18 @@ def measure_cache(args: argparse.Namespace) -> list[dict]:
     return out
 
 
+@contextlib.contextmanager
+def _holding(lock: Path | None):
+    """``lock`` exists while the block runs (a timing phase)."""
+    if lock is not None:
+        lock.touch()
+    try:
+        yield
+    finally:
+        if lock is not None:
+            lock.unlink(missing_ok=True)
+
+
 def spread(values: list[float]) -> dict:
     return {"mean": round(statistics.mean(values), 4), "min": min(values), "max": max(values),
             "n": len(values)}
@@ -328,7 +343,8 @@ def _main(args: argparse.Namespace) -> dict:
                          f"{args.timing_seconds:g} s; then each run's steps = {args.seconds:g} s "
                          f"x its variant's steps/s, {args.workers} runs at a time, one thread each",
         })
-        speeds = record["speeds"] = measure_speeds(args)
+        with _holding(args.lock):
+            speeds = record["speeds"] = measure_speeds(args)
         runs = record["runs"] = run_all(args, data, speeds)
         record["summary"] = {
             name: {"valid_perplexity": spread([r["valid_perplexity"] for r in runs
@@ -342,7 +358,8 @@ def _main(args: argparse.Namespace) -> dict:
             print(f"{name:8s} perplexity {p['mean']:.2f} ({p['min']:.2f} to {p['max']:.2f}, "
                   f"{p['n']} seeds); {s['tokens_per_second']:,.0f} tokens/s; {s['steps']} steps")
     if not args.no_cache:
-        record["cache"] = measure_cache(args)
+        with _holding(args.lock):
+            record["cache"] = measure_cache(args)
         record["cache_model"] = CACHE_MODEL
     record["machine_after"] = machine.print_machine("after")
     args.out.parent.mkdir(parents=True, exist_ok=True)
