@@ -22,6 +22,7 @@ import test_exercises_attention as attention_answers
 import test_exercises_layers as layer_answers
 import test_exercises_lm as lm_answers
 import test_exercises_masks_heads as mask_answers
+import test_exercises_modern as modern_answers
 import test_exercises_training as training_answers
 import torch
 from exercise_helpers import assert_hint, flat, run_checker
@@ -53,6 +54,10 @@ CATALOGUES = {
     "check_top_p_filter": (lm_answers.TOP_P_MISTAKES, lm_answers.TOP_P_RIGHT),
     "check_next_token_loss": (lm_answers.LOSS_MISTAKES, lm_answers.LOSS_RIGHT),
     "check_bert_masking": (lm_answers.BERT_MISTAKES, lm_answers.BERT_RIGHT),
+    "check_rms_norm": (modern_answers.RMS_MISTAKES, modern_answers.RMS_RIGHT),
+    "check_rope": (modern_answers.ROPE_MISTAKES, modern_answers.ROPE_RIGHT),
+    "check_expand_kv_heads": (modern_answers.EXPAND_MISTAKES, modern_answers.EXPAND_RIGHT),
+    "check_online_softmax_merge": (modern_answers.MERGE_MISTAKES, modern_answers.MERGE_RIGHT),
 }
 
 
@@ -72,6 +77,7 @@ def _mistake_lists():
         bert_masking,
         decoding,
         feedforward,
+        gqa,
         heads,
         kv_cache,
         layernorm,
@@ -79,7 +85,10 @@ def _mistake_lists():
         loss,
         masks,
         multihead,
+        online_softmax,
         positional,
+        rmsnorm,
+        rope,
         sampling,
         schedule,
     )
@@ -101,6 +110,10 @@ def _mistake_lists():
         ("top_p", ex.check_top_p_filter, sampling._mistakes()),
         ("next_token_loss", ex.check_next_token_loss, lm_loss._mistakes()),
         ("bert_masking", ex.check_bert_masking, bert_masking._mistakes()),
+        ("rms_norm", ex.check_rms_norm, rmsnorm._mistakes()),
+        ("rope", ex.check_rope, rope._mistakes()),
+        ("expand_kv_heads", ex.check_expand_kv_heads, gqa._mistakes()),
+        ("online_softmax_merge", ex.check_online_softmax_merge, online_softmax._mistakes()),
     ]
 
 

@@ -48,6 +48,10 @@ ZH_HINTS = {
     "check_top_p_filter": (0, "请返回概率，即这些 logits 的 softmax"),
     "check_next_token_loss": (0, "位置 t 看到的是词元 0..t，预测的是词元 t + 1"),
     "check_bert_masking": (0, "没有一个标签是 -100"),
+    "check_rms_norm": (0, "你减去了均值：那是 LayerNorm"),
+    "check_rope": (0, "本练习（以及本包）按两半配对"),
+    "check_expand_kv_heads": (0, "每个键/值头服务 g = H / Hkv 个相邻的查询头"),
+    "check_online_softmax_merge": (0, "请按 (m, l, o) 的顺序返回"),
 }
 CHECKERS = [getattr(ex, name) for name in sorted(ZH_HINTS)]
 #: Words of the English verdicts that must not be left in a Chinese one.

@@ -12,6 +12,7 @@ import math
 
 import pytest
 import test_exercises_lm as lm_answers
+import test_exercises_modern as modern_answers
 import torch
 import torch.nn.functional as F
 from exercise_helpers import flat, run_checker
@@ -223,6 +224,12 @@ CASES = [
     *[(ex.check_top_p_filter, fn, hint, ()) for fn, hint in lm_answers.TOP_P_MISTAKES],
     *[(ex.check_next_token_loss, fn, hint, ()) for fn, hint in lm_answers.LOSS_MISTAKES],
     *[(ex.check_bert_masking, fn, hint, ()) for fn, hint in lm_answers.BERT_MISTAKES],
+    # chapter 12: the same for its four checkers
+    *[(ex.check_rms_norm, fn, hint, ()) for fn, hint in modern_answers.RMS_MISTAKES],
+    *[(ex.check_rope, fn, hint, ()) for fn, hint in modern_answers.ROPE_MISTAKES],
+    *[(ex.check_expand_kv_heads, fn, hint, ()) for fn, hint in modern_answers.EXPAND_MISTAKES],
+    *[(ex.check_online_softmax_merge, fn, hint, ())
+      for fn, hint in modern_answers.MERGE_MISTAKES],
 ]
 IDS = [f"{fn.__name__ if fn.__name__ != 'fn' else checker.__name__}-{hint}"
        for checker, fn, hint, _ in CASES]
@@ -241,9 +248,9 @@ def test_the_verdict_names_the_real_mistake(checker, fn, hint, not_said, lang, c
     assert all(text_width(line) <= VERDICT_WIDTH for line in out.splitlines()), out
 
 
-@pytest.mark.parametrize("area", ["top_p", "lm_loss", "bert"])
+@pytest.mark.parametrize("area", ["top_p", "lm_loss", "bert", "rms", "rope", "gqa", "online"])
 def test_every_hint_of_the_language_model_checkers_is_earned_by_a_readers_answer(area):
-    """Each hint and error hint of chapter 11's checkers is what some wrong answer
+    """Each hint and error hint of chapter 11's and 12's checkers is what some wrong answer
     written as a reader would write it gets (above), so none is dead text."""
     hints = {k for k in _messages.catalogue("en")
              if k.startswith((f"{area}.hint.", f"{area}.err."))}

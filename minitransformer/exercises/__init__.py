@@ -97,6 +97,21 @@ checker                                reader's function
                                        80/10/10 rule on the ordinary tokens chosen with
                                        probability ``p``, labels ``-100`` where not chosen.
                                        Random: judged by its statistics on large batches.
+``check_rms_norm``                     ``fn(x, weight, eps=1e-5) -> y``; x ``(..., D)``, weight
+                                       ``(D,)``; x / √(mean(x²) + eps) · weight over the last
+                                       axis (no mean subtracted, no bias).
+``check_rope``                         ``fn(x, positions, base=10000.0) -> rotated``; x
+                                       ``(B, H, L, Dh)``, positions ``(L,)`` int64; features
+                                       ``i`` and ``i + Dh/2`` (the halves) turned by
+                                       ``positions[l] · base^(−2i/Dh)`` radians.
+``check_expand_kv_heads``              ``fn(kv, num_heads) -> expanded``; ``(B, Hkv, L, Dh)`` →
+                                       ``(B, H, L, Dh)``, head ``h`` = key/value head
+                                       ``h // (H / Hkv)`` (``repeat_interleave``, as
+                                       ``enable_gqa`` groups them).
+``check_online_softmax_merge``         ``fn(m1, l1, o1, m2, l2, o2) -> (m, l, o)``; per block
+                                       of keys: max score ``(..., 1)``, Σ exp(s − m)
+                                       ``(..., 1)``, unnormalised Σ exp(s − m)·v ``(..., Dv)``;
+                                       the same for their union (no NaN for masked rows).
 =====================================  ==========================================================
 
 Each checker's docstring lists the inputs it tries and the mistakes it
@@ -130,6 +145,7 @@ from .attention import check_masked_softmax, check_scaled_dot_product_attention
 from .bert_masking import check_bert_masking
 from .decoding import check_greedy_step
 from .feedforward import check_feed_forward
+from .gqa import check_expand_kv_heads
 from .heads import check_merge_heads, check_split_heads
 from .kv_cache import check_kv_cache_step
 from .layernorm import check_layer_norm
@@ -137,7 +153,10 @@ from .lm_loss import check_next_token_loss
 from .loss import check_label_smoothing_loss
 from .masks import check_causal_mask, check_padding_mask
 from .multihead import check_multi_head_attention
+from .online_softmax import check_online_softmax_merge
 from .positional import check_sinusoidal_encoding
+from .rmsnorm import check_rms_norm
+from .rope import check_rope
 from .sampling import check_top_p_filter
 from .schedule import check_warmup_schedule
 
@@ -159,6 +178,10 @@ __all__ = [
     "check_top_p_filter",
     "check_next_token_loss",
     "check_bert_masking",
+    "check_rms_norm",
+    "check_rope",
+    "check_expand_kv_heads",
+    "check_online_softmax_merge",
     "set_language",
     "get_language",
     "available_languages",

@@ -102,6 +102,11 @@ MESSAGES: dict[str, str] = {
     "name.cache_k": "the key cache",
     "name.cache_v": "the value cache",
     "name.lr": "the learning rate",
+    "name.rotated": "the rotated tensor",
+    "name.expanded": "the expanded keys or values",
+    "name.max": "m",
+    "name.sum": "l",
+    "name.acc": "o",
     # ------------------------------------------------------------------ common errors
     "err.keyword": "`{func}` has no argument `{arg}`: check its parameters with help({func}).",
     "err.ddof": "PyTorch has no ddof: use x.var(dim=-1, unbiased=False) (or correction=0).",
@@ -1014,5 +1019,255 @@ MESSAGES: dict[str, str] = {
         "Choose each ordinary token (not in special_ids, not mask_id) with probability p; of "
         "the chosen, 80% become mask_id, 10% a random ordinary id below vocab_size, 10% stay; "
         "labels: the original token where chosen, -100 elsewhere."
+    ),
+    # ------------------------------------------------------------------ RMSNorm
+    "rms.case.plain": "x (2, 3, 8) with a mean of about 0.5, a random weight",
+    "rms.case.odd": "odd width: x (4, 7) = 1 + 3 · noise",
+    "rms.case.four_axes": "four axes: x (2, 2, 3, 6)",
+    "rms.case.scales": "tokens of different sizes: x (4, 8), rows of size 0.1, 1, 10 and 100",
+    "rms.case.zero": "an all-zero token: x (3, 6) whose second row is 0",
+    "rms.case.eps": "eps=0.5 with small features (x of size ~0.3)",
+    "rms.case.width1": "width 1: x (3, 1)",
+    "rms.case.float64": "float64: x (2, 5)",
+    "rms.hint.centered": (
+        "you subtracted the mean: that is LayerNorm. RMSNorm only rescales, "
+        "x / √(mean(x²) + ε) · weight, with nothing subtracted."
+    ),
+    "rms.hint.std": (
+        "you divided by the standard deviation (or the variance): torch.std and torch.var "
+        "subtract the mean first. RMSNorm divides by the root mean square, "
+        "√(mean(x²) + ε) = torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps)."
+    ),
+    "rms.hint.eps_outside": (
+        "you added ε outside the square root: use x / √(mean(x²) + ε), not "
+        "x / (√mean(x²) + ε)."
+    ),
+    "rms.hint.no_sqrt": (
+        "you divided by the mean square, not by its square root: x / √(mean(x²) + ε) "
+        "(torch.rsqrt(ms + eps) gives 1 / √ at once)."
+    ),
+    "rms.hint.sum": (
+        "you divided by √(Σx²), the Euclidean norm: that is √D times the root mean square. "
+        "Take the mean of the squares, x.pow(2).mean(dim=-1, keepdim=True)."
+    ),
+    "rms.hint.mean_squared": (
+        "you squared the mean, mean(x)², instead of taking the mean of the squares, mean(x²): "
+        "square first, then average."
+    ),
+    "rms.hint.no_eps": (
+        "an all-zero token gives NaN (0 / 0): add eps inside the square root, "
+        "√(mean(x²) + ε)."
+    ),
+    "rms.hint.eps_fixed": (
+        "you ignored the eps argument (this test passes eps=0.5): use it instead of a "
+        "hard-coded value."
+    ),
+    "rms.hint.no_weight": "you did not apply the weight: finish with x̂ * weight.",
+    "rms.hint.one_plus": (
+        "you multiplied by 1 + weight (Gemma's way of storing g, whose weights start at 0): "
+        "here weight is g itself, ones at first, so multiply by weight."
+    ),
+    "rms.hint.weight_before": (
+        "you multiplied by the weight before normalising, so the normalisation undid part of "
+        "it: normalise x first, then multiply by weight."
+    ),
+    "rms.hint.axis_all": (
+        "you took the mean over the whole tensor: normalise each token over its own features, "
+        "mean(dim=-1, keepdim=True)."
+    ),
+    "rms.hint.axis_len": (
+        "you took the mean over the sequence or the batch: use each token's own features, "
+        "dim=-1."
+    ),
+    "rms.err.keepdim": (
+        "a broadcasting error: keep the reduced axis with keepdim=True, so the mean square is "
+        "(..., 1) and divides (..., D)."
+    ),
+    "rms.fallback": (
+        "Compute ms = x.pow(2).mean(dim=-1, keepdim=True), then x / torch.sqrt(ms + eps) "
+        "* weight (no mean subtracted, no bias)."
+    ),
+    # ------------------------------------------------------------------ rotary positions
+    "rope.case.plain": "x (2, 4, 4, 8) (as many heads as positions), positions 0..3",
+    "rope.case.offset": "positions 7..11, as after a cache of 7 positions: x (1, 2, 5, 8)",
+    "rope.case.unordered": "positions [5, 0, 2, 9]: x (2, 3, 4, 6)",
+    "rope.case.one_pair": "one pair: x (2, 2, 3, 2), positions [1, 2, 3]",
+    "rope.case.base": "base=100: x (1, 3, 6, 12), positions 10..15",
+    "rope.case.far": "positions up to 80: x (1, 1, 4, 16), positions [30, 47, 61, 80]",
+    "rope.case.float64": "float64: x (2, 2, 3, 4), positions [0, 4, 8]",
+    "rope.hint.interleaved": (
+        "you paired neighbouring features (2i, 2i + 1), RoFormer's convention: this exercise "
+        "(and the package) pairs the halves, feature i with feature i + Dh/2: "
+        "a, b = x.chunk(2, dim=-1)."
+    ),
+    "rope.hint.direction": (
+        "you turned the pairs the other way (by −angle): (a, b) → (a cos − b sin, "
+        "a sin + b cos)."
+    ),
+    "rope.hint.not_inverted": (
+        "your frequencies grow with i: θ_i = base^(−2i/Dh), a negative exponent (or "
+        "1 / base^(2i/Dh)), so that pair 0 turns fastest."
+    ),
+    "rope.hint.exp_i": (
+        "the exponent is missing its factor 2: θ_i = base^(−2i/Dh) for pair i = 0 .. Dh/2 − 1 "
+        "(or torch.arange(0, Dh, 2) / Dh)."
+    ),
+    "rope.hint.exp_4i": (
+        "the exponent is doubled: with 2i from torch.arange(0, Dh, 2), θ_i = base^(−2i/Dh); "
+        "do not multiply by 2 again."
+    ),
+    "rope.hint.positions_ignored": (
+        "you used 0 .. L − 1 instead of the positions argument: rotate row l by "
+        "positions[l] · θ_i (with a cache the positions do not start at 0)."
+    ),
+    "rope.hint.start1": "your positions are off by one: use positions as given, from 0.",
+    "rope.hint.degrees": (
+        "you read the angles as degrees: pos · θ_i is in radians, as torch.cos and torch.sin "
+        "take them; convert nothing."
+    ),
+    "rope.hint.one_half": (
+        "you changed only the first member of each pair: a rotation changes both, "
+        "(a, b) → (a cos − b sin, a sin + b cos)."
+    ),
+    "rope.hint.swapped": (
+        "cos and sin are exchanged: (a, b) → (a cos − b sin, a sin + b cos), so that "
+        "position 0 (angle 0) leaves x as it is."
+    ),
+    "rope.hint.head_axis": (
+        "your angles run along the heads (axis 1): x is (B, H, L, Dh), so the positions "
+        "belong to axis 2; cos and sin of shape (L, Dh/2) broadcast against it as they are."
+    ),
+    "rope.hint.base_fixed": (
+        "you ignored the base argument (this test passes base=100): use it instead of a "
+        "hard-coded 10000."
+    ),
+    "rope.err.broadcast": (
+        "a broadcasting error: the angles are (L, Dh/2), one row a position, one column a "
+        "pair; they multiply the two halves, a = x[..., : Dh // 2] and b = x[..., Dh // 2 :], "
+        "each (B, H, L, Dh/2) (for the rotate_half form, repeat them to width Dh first: "
+        "torch.cat([angle, angle], dim=-1))."
+    ),
+    "rope.fallback": (
+        "θ = base ** (-torch.arange(Dh // 2) * 2 / Dh); angle = positions[:, None] * θ; "
+        "a, b = x.chunk(2, dim=-1); return torch.cat([a * cos - b * sin, a * sin + b * cos], "
+        "dim=-1)."
+    ),
+    # ------------------------------------------------------------------ grouped key/value heads
+    "gqa.case.plain": "{hkv} key/value heads for {h} query heads (groups of {g})",
+    "gqa.case.multi_query": "multi-query: one key/value head for 4 query heads",
+    "gqa.case.same": "no grouping: 3 key/value heads for 3 query heads",
+    "gqa.case.float64": "float64: kv (1, 2, 3, 4) for 8 query heads",
+    "gqa.hint.tiled": (
+        "you repeated the whole set of heads (kv.repeat, torch.cat([kv] * g), or a new axis "
+        "before the heads), so query heads 0, 1, 2, ... read key/value heads 0, 1, 0, 1, ...: "
+        "each key/value head serves g = H / Hkv consecutive query heads, "
+        "kv.repeat_interleave(g, dim=1)."
+    ),
+    "gqa.hint.reshape_mixed": (
+        "you put the new axis after the length axis, so the reshape mixed positions into the "
+        "heads: insert it right after the heads, kv[:, :, None].expand(B, Hkv, g, L, Dh)"
+        ".reshape(B, H, L, Dh)."
+    ),
+    "gqa.hint.axis": (
+        "you repeated along the wrong axis: kv is (B, Hkv, L, Dh), and it is the heads, "
+        "dim=1, that are repeated."
+    ),
+    "gqa.hint.times_heads": (
+        "you repeated each key/value head num_heads times: repeat it g = num_heads // Hkv "
+        "times, so that there are num_heads heads in all."
+    ),
+    "gqa.hint.times_kv_heads": (
+        "you repeated each head Hkv times, the number of key/value heads: repeat it "
+        "g = num_heads // Hkv times, the size of a group."
+    ),
+    "gqa.hint.divide_by_kv_heads": (
+        "query head h reads key/value head h // Hkv in your answer: it reads head h // g, "
+        "with g = num_heads // Hkv the size of a group."
+    ),
+    "gqa.hint.averaged": (
+        "you averaged the key/value heads into one: each of the Hkv heads keeps its own keys "
+        "and values and serves its own group of query heads."
+    ),
+    "gqa.hint.first_only": (
+        "every query head reads key/value head 0: each of the Hkv heads serves its own group "
+        "of g = num_heads // Hkv query heads."
+    ),
+    "gqa.err.float_group": (
+        "the group size is a float (num_heads / Hkv gives one): use integer division, "
+        "g = num_heads // kv.shape[1]."
+    ),
+    "gqa.fallback": (
+        "With g = num_heads // kv.shape[1], return kv.repeat_interleave(g, dim=1): head h of "
+        "the result is key/value head h // g."
+    ),
+    # ------------------------------------------------------------------ online softmax
+    "online.case.plain": "random scores: 2 × 3 rows, blocks of 4 and 5 keys, Dv 6",
+    "online.case.second_larger": "block 2 holds every row's largest score",
+    "online.case.first_larger": "block 1 holds every row's largest score",
+    "online.case.heads": "heads as a leading axis: m (2, 2, 3, 1), o (2, 2, 3, 3)",
+    "online.case.masked": "one block fully masked in some rows (m = −inf, l = 0, o = 0)",
+    "online.case.both_masked": "rows whose two blocks are both fully masked",
+    "online.case.large": "large scores (size ~40)",
+    "online.case.float64": "float64 inputs",
+    "online.hint.order": "return (m, l, o) in that order.",
+    "online.hint.no_rescale": (
+        "you added the two blocks' sums as they are: each was taken against its own max, so "
+        "bring both to the new max first, e_i = exp(m_i − m): l = e1·l1 + e2·l2, "
+        "o = e1·o1 + e2·o2."
+    ),
+    "online.hint.o_not_rescaled": (
+        "you rescaled l but not o: o1 and o2 were summed against their own maxima too, "
+        "o = exp(m1 − m)·o1 + exp(m2 − m)·o2."
+    ),
+    "online.hint.l_not_rescaled": (
+        "you rescaled o but not l: l1 and l2 were summed against their own maxima too, "
+        "l = exp(m1 − m)·l1 + exp(m2 − m)·l2."
+    ),
+    "online.hint.one_block": (
+        "you rescaled only one block: the new max can come from either block, so rescale both "
+        "by exp(m_i − m) (the one that holds the max gets exp(0) = 1)."
+    ),
+    "online.hint.flipped": (
+        "the factor is upside down: bring block i to the new max with exp(m_i − m), at most 1, "
+        "not exp(m − m_i)."
+    ),
+    "online.hint.no_exp": (
+        "you scaled by m_i − m: the factor is exp(m_i − m), since exp(s − m_i) · exp(m_i − m) "
+        "= exp(s − m)."
+    ),
+    "online.hint.crossed": (
+        "you crossed the factors: block 1's sums take exp(m1 − m), block 2's exp(m2 − m)."
+    ),
+    "online.hint.summed_max": (
+        "the merged m is the larger of the two maxima, torch.maximum(m1, m2), not their sum."
+    ),
+    "online.hint.min": (
+        "the merged m is the larger of the two maxima, torch.maximum(m1, m2): against the "
+        "smaller one, exp(m_i − m) can overflow."
+    ),
+    "online.hint.normalised": (
+        "you divided o by l: the merge keeps o unnormalised, Σ exp(s − m)·v, so that more "
+        "blocks can still be added; divide by l only once, after the last block."
+    ),
+    "online.hint.weighted_by_l": (
+        "you multiplied each o_i by its l_i, as if o_i were normalised: here o_i is already "
+        "the sum Σ exp(s − m_i)·v; weight it by exp(m_i − m) only."
+    ),
+    "online.hint.averaged": (
+        "you averaged the two blocks: the union's l and o are sums over all its keys, "
+        "l = e1·l1 + e2·l2 and o = e1·o1 + e2·o2 with e_i = exp(m_i − m), not halves of them."
+    ),
+    "online.hint.nan": (
+        "rows whose two blocks are both masked give NaN: m = −inf there, and "
+        "exp(−inf − (−inf)) is NaN. Subtract 0 instead where m is −inf, "
+        "torch.where(torch.isinf(m), 0.0, m), so that both factors are 0 and l, o stay 0."
+    ),
+    "online.err.python_max": (
+        "Python's max(m1, m2) compares whole tensors, which is ambiguous: take the larger "
+        "entry by entry with torch.maximum(m1, m2)."
+    ),
+    "online.fallback": (
+        "m = torch.maximum(m1, m2); with e_i = exp(m_i − m) (and m replaced by 0 where it is "
+        "−inf), return m, e1·l1 + e2·l2, e1·o1 + e2·o2."
     ),
 }

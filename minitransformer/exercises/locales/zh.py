@@ -97,6 +97,11 @@ MESSAGES: dict[str, str] = {
     "name.cache_k": "键缓存",
     "name.cache_v": "值缓存",
     "name.lr": "学习率",
+    "name.rotated": "旋转后的张量",
+    "name.expanded": "扩展后的键或值",
+    "name.max": "m（最大值）",
+    "name.sum": "l（指数和）",
+    "name.acc": "o（未归一化的加权和）",
     # ------------------------------------------------------------------ common errors
     "err.keyword": "`{func}` 没有参数 `{arg}`：用 help({func}) 查看它的参数。",
     "err.ddof": "PyTorch 没有 ddof：请用 x.var(dim=-1, unbiased=False)（或 correction=0）。",
@@ -896,5 +901,231 @@ MESSAGES: dict[str, str] = {
         "以概率 p 选中每个普通词元（不在 special_ids 中，也不是 mask_id）；选中的词元中 80% 换成 "
         "mask_id，10% 换成小于 vocab_size 的随机普通 id，10% 保持不变；标签：选中处为原来的词元，"
         "其他位置为 -100。"
+    ),
+    # ------------------------------------------------------------------ RMSNorm
+    "rms.case.plain": "x (2, 3, 8)，均值约为 0.5，随机的 weight",
+    "rms.case.odd": "奇数宽度：x (4, 7) = 1 + 3 · 噪声",
+    "rms.case.four_axes": "四个轴：x (2, 2, 3, 6)",
+    "rms.case.scales": "大小不同的词元：x (4, 8)，各行的大小为 0.1、1、10 和 100",
+    "rms.case.zero": "全为 0 的词元：x (3, 6) 的第二行全为 0",
+    "rms.case.eps": "eps=0.5，特征很小（x 的大小约为 0.3）",
+    "rms.case.width1": "宽度 1：x (3, 1)",
+    "rms.case.float64": "float64：x (2, 5)",
+    "rms.hint.centered": (
+        "你减去了均值：那是 LayerNorm。RMSNorm 只做缩放，x / √(mean(x²) + ε) · weight，"
+        "什么也不减。"
+    ),
+    "rms.hint.std": (
+        "你除以的是标准差（或方差）：torch.std 和 torch.var 会先减去均值。RMSNorm 除以均方根，"
+        "√(mean(x²) + ε) = torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps)。"
+    ),
+    "rms.hint.eps_outside": (
+        "你把 ε 加在了平方根外面：应为 x / √(mean(x²) + ε)，而不是 x / (√mean(x²) + ε)。"
+    ),
+    "rms.hint.no_sqrt": (
+        "你除以的是均方，而不是它的平方根：x / √(mean(x²) + ε)"
+        "（torch.rsqrt(ms + eps) 一步给出 1 / √）。"
+    ),
+    "rms.hint.sum": (
+        "你除以的是 √(Σx²)，即欧几里得范数：它是均方根的 √D 倍。请对平方求平均，"
+        "x.pow(2).mean(dim=-1, keepdim=True)。"
+    ),
+    "rms.hint.mean_squared": (
+        "你算的是均值的平方 mean(x)²，而不是平方的均值 mean(x²)：先平方，再求平均。"
+    ),
+    "rms.hint.no_eps": (
+        "全为 0 的词元得到了 NaN（0 / 0）：请在平方根里加上 eps，√(mean(x²) + ε)。"
+    ),
+    "rms.hint.eps_fixed": (
+        "你忽略了参数 eps（这个测试传入 eps=0.5）：请使用它，不要写死一个值。"
+    ),
+    "rms.hint.no_weight": "你没有乘 weight：最后要算 x̂ * weight。",
+    "rms.hint.one_plus": (
+        "你乘的是 1 + weight（Gemma 存储 g 的方式，其权重从 0 开始）：这里的 weight 就是 g 本身，"
+        "初始全为 1，所以直接乘 weight。"
+    ),
+    "rms.hint.weight_before": (
+        "你在归一化之前就乘了 weight，于是归一化抵消了它的一部分：先把 x 归一化，再乘 weight。"
+    ),
+    "rms.hint.axis_all": (
+        "你在整个张量上求均值：应让每个词元在它自己的特征上归一化，mean(dim=-1, keepdim=True)。"
+    ),
+    "rms.hint.axis_len": "你在序列或批上求均值：请用每个词元自己的特征，dim=-1。",
+    "rms.err.keepdim": (
+        "广播出错：请用 keepdim=True 保留被归约的轴，这样均方的形状是 (..., 1)，可以用来除 "
+        "(..., D)。"
+    ),
+    "rms.fallback": (
+        "先算 ms = x.pow(2).mean(dim=-1, keepdim=True)，再算 x / torch.sqrt(ms + eps) * weight"
+        "（不减均值，没有偏置）。"
+    ),
+    # ------------------------------------------------------------------ rotary positions
+    "rope.case.plain": "x (2, 4, 4, 8)（头数与位置数相同），位置 0..3",
+    "rope.case.offset": "位置 7..11，就像缓存了 7 个位置之后：x (1, 2, 5, 8)",
+    "rope.case.unordered": "位置 [5, 0, 2, 9]：x (2, 3, 4, 6)",
+    "rope.case.one_pair": "只有一对：x (2, 2, 3, 2)，位置 [1, 2, 3]",
+    "rope.case.base": "base=100：x (1, 3, 6, 12)，位置 10..15",
+    "rope.case.far": "位置最大到 80：x (1, 1, 4, 16)，位置 [30, 47, 61, 80]",
+    "rope.case.float64": "float64：x (2, 2, 3, 4)，位置 [0, 4, 8]",
+    "rope.hint.interleaved": (
+        "你把相邻的特征 (2i, 2i + 1) 配成一对，这是 RoFormer 的约定：本练习（以及本包）按两半配对，"
+        "第 i 个特征与第 i + Dh/2 个特征一对：a, b = x.chunk(2, dim=-1)。"
+    ),
+    "rope.hint.direction": (
+        "你把每一对朝反方向旋转了（转了 −angle）：应为 (a, b) → (a cos − b sin, a sin + b cos)。"
+    ),
+    "rope.hint.not_inverted": (
+        "你的频率随 i 增大：θ_i = base^(−2i/Dh)，指数是负的（或写成 1 / base^(2i/Dh)），"
+        "这样第 0 对转得最快。"
+    ),
+    "rope.hint.exp_i": (
+        "指数少了因子 2：对第 i = 0 .. Dh/2 − 1 对，θ_i = base^(−2i/Dh)"
+        "（或用 torch.arange(0, Dh, 2) / Dh）。"
+    ),
+    "rope.hint.exp_4i": (
+        "指数翻倍了：2i 来自 torch.arange(0, Dh, 2) 时，θ_i = base^(−2i/Dh)；不要再乘 2。"
+    ),
+    "rope.hint.positions_ignored": (
+        "你用的是 0 .. L − 1，而不是参数 positions：第 l 行要转 positions[l] · θ_i"
+        "（有缓存时，位置不从 0 开始）。"
+    ),
+    "rope.hint.start1": "你的位置差了一：请原样使用 positions，从 0 开始。",
+    "rope.hint.degrees": (
+        "你把角度当成了度：pos · θ_i 的单位是弧度，torch.cos 和 torch.sin 正是按弧度计算的；"
+        "不需要任何换算。"
+    ),
+    "rope.hint.one_half": (
+        "你只改了每一对中的第一个成员：旋转会同时改变两个，(a, b) → (a cos − b sin, a sin + b cos)。"
+    ),
+    "rope.hint.swapped": (
+        "cos 和 sin 弄反了：(a, b) → (a cos − b sin, a sin + b cos)，这样位置 0（角度 0）"
+        "让 x 保持不变。"
+    ),
+    "rope.hint.head_axis": (
+        "你的角度沿着头轴（第 1 轴）变化：x 的形状是 (B, H, L, Dh)，位置属于第 2 轴；"
+        "形状为 (L, Dh/2) 的 cos 和 sin 原样就能与它广播。"
+    ),
+    "rope.hint.base_fixed": (
+        "你忽略了参数 base（这个测试传入 base=100）：请使用它，不要写死 10000。"
+    ),
+    "rope.err.broadcast": (
+        "广播出错：角度的形状是 (L, Dh/2)，每行一个位置，每列一对；它们乘的是两半，"
+        "a = x[..., : Dh // 2] 和 b = x[..., Dh // 2 :]，形状都是 (B, H, L, Dh/2)"
+        "（若用 rotate_half 的写法，先把它们重复到宽度 Dh：torch.cat([angle, angle], dim=-1)）。"
+    ),
+    "rope.fallback": (
+        "θ = base ** (-torch.arange(Dh // 2) * 2 / Dh)；angle = positions[:, None] * θ；"
+        "a, b = x.chunk(2, dim=-1)；返回 torch.cat([a * cos - b * sin, a * sin + b * cos], "
+        "dim=-1)。"
+    ),
+    # ------------------------------------------------------------------ grouped key/value heads
+    "gqa.case.plain": "{hkv} 个键/值头对应 {h} 个查询头（每组 {g} 个）",
+    "gqa.case.multi_query": "多查询注意力：1 个键/值头对应 4 个查询头",
+    "gqa.case.same": "不分组：3 个键/值头对应 3 个查询头",
+    "gqa.case.float64": "float64：kv (1, 2, 3, 4) 对应 8 个查询头",
+    "gqa.hint.tiled": (
+        "你把整组头重复了一遍又一遍（kv.repeat、torch.cat([kv] * g)，或在头轴之前加新轴），"
+        "于是查询头 0, 1, 2, ... 读的是键/值头 0, 1, 0, 1, ...：每个键/值头服务 g = H / Hkv 个"
+        "相邻的查询头，kv.repeat_interleave(g, dim=1)。"
+    ),
+    "gqa.hint.reshape_mixed": (
+        "你把新轴放在了长度轴之后，于是 reshape 把位置混进了头里：请把它紧接在头轴之后插入，"
+        "kv[:, :, None].expand(B, Hkv, g, L, Dh).reshape(B, H, L, Dh)。"
+    ),
+    "gqa.hint.axis": (
+        "你沿着错误的轴重复：kv 的形状是 (B, Hkv, L, Dh)，要重复的是头，即 dim=1。"
+    ),
+    "gqa.hint.times_heads": (
+        "你把每个键/值头重复了 num_heads 次：应重复 g = num_heads // Hkv 次，"
+        "这样总共才是 num_heads 个头。"
+    ),
+    "gqa.hint.times_kv_heads": (
+        "你把每个头重复了 Hkv 次，即键/值头的个数：应重复 g = num_heads // Hkv 次，即一组的大小。"
+    ),
+    "gqa.hint.divide_by_kv_heads": (
+        "在你的答案里，查询头 h 读的是键/值头 h // Hkv：它应该读第 h // g 个头，"
+        "其中 g = num_heads // Hkv 是一组的大小。"
+    ),
+    "gqa.hint.averaged": (
+        "你把各个键/值头平均成了一个：Hkv 个头各自保留自己的键和值，各自服务自己那一组查询头。"
+    ),
+    "gqa.hint.first_only": (
+        "每个查询头读的都是第 0 个键/值头：Hkv 个头各自服务自己那一组 g = num_heads // Hkv 个"
+        "查询头。"
+    ),
+    "gqa.err.float_group": (
+        "组的大小是浮点数（num_heads / Hkv 得到的是浮点数）：请用整数除法，"
+        "g = num_heads // kv.shape[1]。"
+    ),
+    "gqa.fallback": (
+        "令 g = num_heads // kv.shape[1]，返回 kv.repeat_interleave(g, dim=1)：结果的第 h 个头"
+        "就是第 h // g 个键/值头。"
+    ),
+    # ------------------------------------------------------------------ online softmax
+    "online.case.plain": "随机分数：2 × 3 行，两块分别有 4 个和 5 个键，Dv 6",
+    "online.case.second_larger": "每一行的最大分数都在第 2 块",
+    "online.case.first_larger": "每一行的最大分数都在第 1 块",
+    "online.case.heads": "头作为前导轴：m (2, 2, 3, 1)，o (2, 2, 3, 3)",
+    "online.case.masked": "某些行中有一块被整块屏蔽（m = −inf，l = 0，o = 0）",
+    "online.case.both_masked": "两块都被整块屏蔽的行",
+    "online.case.large": "很大的分数（大小约为 40）",
+    "online.case.float64": "float64 输入",
+    "online.hint.order": "请按 (m, l, o) 的顺序返回。",
+    "online.hint.no_rescale": (
+        "你把两块的和原样相加了：它们各自是相对于自己的最大值求的，所以要先把两块都换算到新的最大值，"
+        "e_i = exp(m_i − m)：l = e1·l1 + e2·l2，o = e1·o1 + e2·o2。"
+    ),
+    "online.hint.o_not_rescaled": (
+        "你重新缩放了 l，却没有缩放 o：o1 和 o2 也是相对于各自的最大值求和的，"
+        "o = exp(m1 − m)·o1 + exp(m2 − m)·o2。"
+    ),
+    "online.hint.l_not_rescaled": (
+        "你重新缩放了 o，却没有缩放 l：l1 和 l2 也是相对于各自的最大值求和的，"
+        "l = exp(m1 − m)·l1 + exp(m2 − m)·l2。"
+    ),
+    "online.hint.one_block": (
+        "你只重新缩放了一块：新的最大值可能来自任何一块，所以两块都要乘 exp(m_i − m)"
+        "（持有最大值的那一块乘的是 exp(0) = 1）。"
+    ),
+    "online.hint.flipped": (
+        "因子倒过来了：把第 i 块换算到新的最大值要乘 exp(m_i − m)（不超过 1），而不是 exp(m − m_i)。"
+    ),
+    "online.hint.no_exp": (
+        "你乘的是 m_i − m：因子应为 exp(m_i − m)，因为 exp(s − m_i) · exp(m_i − m) = exp(s − m)。"
+    ),
+    "online.hint.crossed": (
+        "你把两个因子交叉用了：第 1 块的和乘 exp(m1 − m)，第 2 块的和乘 exp(m2 − m)。"
+    ),
+    "online.hint.summed_max": (
+        "合并后的 m 是两个最大值中较大的那个，torch.maximum(m1, m2)，而不是它们的和。"
+    ),
+    "online.hint.min": (
+        "合并后的 m 是两个最大值中较大的那个，torch.maximum(m1, m2)：相对于较小的那个，"
+        "exp(m_i − m) 可能溢出。"
+    ),
+    "online.hint.normalised": (
+        "你把 o 除以了 l：合并时 o 保持未归一化，即 Σ exp(s − m)·v，这样还能继续加入更多的块；"
+        "只在最后一块之后除以 l 一次。"
+    ),
+    "online.hint.weighted_by_l": (
+        "你把每个 o_i 乘上了它的 l_i，好像 o_i 是归一化过的：这里的 o_i 已经是和 "
+        "Σ exp(s − m_i)·v，只需乘 exp(m_i − m)。"
+    ),
+    "online.hint.averaged": (
+        "你把两块平均了：并集的 l 和 o 是对它所有键的和，l = e1·l1 + e2·l2，o = e1·o1 + e2·o2，"
+        "其中 e_i = exp(m_i − m)，而不是它们的一半。"
+    ),
+    "online.hint.nan": (
+        "两块都被屏蔽的行得到了 NaN：那里 m = −inf，而 exp(−inf − (−inf)) 是 NaN。在 m 为 −inf "
+        "的地方改为减去 0，torch.where(torch.isinf(m), 0.0, m)，这样两个因子都是 0，l 和 o "
+        "仍为 0。"
+    ),
+    "online.err.python_max": (
+        "Python 的 max(m1, m2) 比较的是整个张量，结果是含糊的：请用 torch.maximum(m1, m2) "
+        "逐元素取较大者。"
+    ),
+    "online.fallback": (
+        "m = torch.maximum(m1, m2)；令 e_i = exp(m_i − m)（m 为 −inf 的地方用 0 代替 m），"
+        "返回 m、e1·l1 + e2·l2、e1·o1 + e2·o2。"
     ),
 }
