@@ -17,6 +17,7 @@ Chapters not written yet (no code cell) are skipped with that reason.
 
 from __future__ import annotations
 
+import ast
 import difflib
 import re
 import subprocess
@@ -79,7 +80,18 @@ def test_colab_cell_installs_this_repository_at_this_version():
     version = re.search(r'^version\s*=\s*"([^"]+)"', pyproject, re.M).group(1)
     assert colab.REF == f"v{version}", "the Colab cell must install the tag of this version"
     assert colab.REPOSITORY == CONFIG["repository"]["url"].rstrip("/")
-    assert f"git+{colab.REPOSITORY}@{colab.REF}" in colab.COLAB_CELL
+    # the URL may be cut into adjacent literals, which the parser joins into one string
+    strings = [node.value for node in ast.walk(ast.parse(colab.COLAB_CELL))
+               if isinstance(node, ast.Constant) and isinstance(node.value, str)]
+    assert f"minitransformer @ git+{colab.REPOSITORY}@{colab.REF}" in strings
+
+
+def test_colab_cell_fits_the_code_column():
+    from format_notebooks import CODE_COLUMNS, COLAB_CELL_START
+
+    assert colab.COLAB_CELL.startswith(COLAB_CELL_START)
+    wide = [line for line in colab.COLAB_CELL.splitlines() if len(line) > CODE_COLUMNS]
+    assert not wide, f"Colab cell lines wider than {CODE_COLUMNS} columns: {wide}"
 
 
 def _run_cell(monkeypatch, on_colab: bool) -> list[list[str]]:
