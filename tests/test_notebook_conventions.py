@@ -152,6 +152,36 @@ def test_nothing_else_installs(path):
             )
 
 
+#: What a chapter writes when it re-implements one of the package's helpers (CONTRIBUTING.md,
+#: chapter conventions, 4): a parameter count, a timing loop, the teacher-forced accuracy.
+REIMPLEMENTED = {
+    "count_parameters": re.compile(r"\bp\.numel\(\) for p in [\w.]+\.parameters\(\)"),
+    "instruments.timing.time_call": re.compile(
+        r"^\s*def \w+\(fn\b[^)]*\):(?:\n\s+.*)*?\n\s+.*\b(perf_counter|process_time|thread_time)\(",
+        re.M),
+    "evaluate_accuracy": re.compile(r"^\s*def accuracy\(model, batch", re.M),
+}
+
+
+@nb_param
+def test_chapters_use_the_packages_helpers(path):
+    nb = _written(path)
+    for i, source in enumerate(_code(nb)[1:], start=2):
+        for helper, pattern in REIMPLEMENTED.items():
+            assert not pattern.search(source), (
+                f"{path.name}, code cell {i}: re-implements {helper}; use the package's")
+
+
+def test_the_reimplementation_patterns_find_what_they_name():
+    assert REIMPLEMENTED["count_parameters"].search(
+        "n = sum(p.numel() for p in model.parameters())")
+    assert REIMPLEMENTED["instruments.timing.time_call"].search(
+        "def time_it(fn, repeats=5):\n    start = time.process_time()\n    fn()")
+    assert not REIMPLEMENTED["instruments.timing.time_call"].search(
+        "def run(fn):\n    return fn()\nstart = time.perf_counter()")
+    assert REIMPLEMENTED["evaluate_accuracy"].search("def accuracy(model, batch):\n    pass")
+
+
 def test_sync_tool_replaces_inserts_and_leaves_placeholders(tmp_path):
     old = nbformat.v4.new_notebook(cells=[
         nbformat.v4.new_code_cell('import sys\nif "google.colab" in sys.modules:\n    pass'),
