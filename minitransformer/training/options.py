@@ -103,7 +103,7 @@ HELP: dict[str, str] = {
     "num_layers": "layers",
     "d_ff": "feed-forward inner width",
     "dropout": "dropout probability",
-    "norm_first": "the norm after each residual add, as in the paper (default: pre-LN, the norm first)",
+    "norm_first": "the norm after each residual add, as in the paper (default: pre-LN)",
     "share_embeddings": "one embedding table for source and target (needs --tokenizer "
                         "subword, whose vocabulary both languages share; default: the "
                         "preset's with subwords, off with words)",
