@@ -110,6 +110,7 @@ from .rnn import (
 from .training import (
     History,
     TrainConfig,
+    evaluate_accuracy,
     evaluate_loss,
     fit,
     label_smoothed_cross_entropy,

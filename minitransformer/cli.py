@@ -11,7 +11,10 @@
 trains (:mod:`minitransformer.training.presets`): an encoder-decoder
 Transformer (Vaswani et al. 2017), pre-LN, trained with Adam, the warm-up
 schedule and label smoothing, with a moving average of the weights as the
-result. Its model and training flags are the config classes' fields
+result. ``--preset 2020s`` gives it the 2020s parts instead
+(:data:`~minitransformer.training.presets.CPU_MODEL_2020S`; ``lm train``
+takes the flag too); the model flags then default to that preset's values,
+and ``--help`` shows them. Its model and training flags are the config classes' fields
 (:mod:`minitransformer.training.options`); the run folder, its lock and
 every file written are :mod:`minitransformer.training.runs`'. It trains
 until its time budget (``--minutes``) is spent, validates, saves ``last.pt``
@@ -52,8 +55,8 @@ from .decoding import MAX_ROWS, translate
 from .lm import cli as lm_cli
 from .metrics import corpus_scores
 from .training import TrainingDivergedError, fit, options, precision
-from .training.options import add_config_flags, number
-from .training.presets import CPU_DATA, CPU_MODEL, CPU_TOKENIZERS, CPU_TRAINING
+from .training.options import DEFAULT_PRESET, add_config_flags, add_preset_flag, number, preset_in
+from .training.presets import CPU_DATA, CPU_MODELS, CPU_TOKENIZERS, CPU_TRAINING
 from .training.recipe import (
     build_translator,
     check_model_flags,
@@ -77,7 +80,7 @@ from .training.runs import (
     write_text,
 )
 
-__all__ = ["main", "build_parser", "checkpoint_file"]
+__all__ = ["main", "build_parser", "parse_args", "checkpoint_file"]
 
 PROG = "python -m minitransformer"
 
@@ -92,23 +95,30 @@ class CLIError(Exception):
 #: come from the presets; these are the command line's own).
 _BUDGET = {"epochs", "max_steps", "max_minutes"}
 _TRAIN_DEFAULTS = {**CPU_TRAINING, "epochs": None, "max_minutes": 10.0}
-_MODEL_DEFAULTS = {**CPU_MODEL, "share_embeddings": None}  # None: by --tokenizer
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``argparse`` parser of the commands."""
+def _model_defaults(preset: str) -> dict:
+    """The defaults of ``train``'s model flags: the CPU translator of
+    ``preset`` (:data:`~minitransformer.training.presets.CPU_MODELS`)."""
+    return {**CPU_MODELS[preset], "share_embeddings": None}  # None: by --tokenizer
+
+
+def build_parser(preset: str = DEFAULT_PRESET) -> argparse.ArgumentParser:
+    """The ``argparse`` parser of the commands, the model flags of ``train``
+    and ``lm train`` defaulting to ``preset``'s values (``--preset``'s
+    default too; :func:`main` builds it for the ``--preset`` its arguments give)."""
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="Train, use and evaluate the minitransformer translator (Multi30k).",
         epilog="Run '%(prog)s COMMAND --help' for the options of a command.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    _train_parser(sub)
+    _train_parser(sub, preset)
     _decoding_parser(sub, "translate", "translate stdin to stdout, one sentence a line",
                      "Read one source sentence a line on stdin; write exactly one detokenised "
                      "translation a line on stdout (an empty line gives an empty line).")
     _evaluate_parser(sub)
-    lm_cli.add_lm_parser(sub, _sub, _corpus_args)  # lm train, lm sample
+    lm_cli.add_lm_parser(sub, _sub, _corpus_args, preset)  # lm train, lm sample
     return parser
 
 
@@ -117,7 +127,7 @@ def _sub(sub, name: str, help_text: str, description: str) -> argparse.ArgumentP
                           formatter_class=argparse.ArgumentDefaultsHelpFormatter)
 
 
-def _train_parser(sub) -> None:
+def _train_parser(sub, preset: str) -> None:
     tr = _sub(sub, "train", "train a Transformer on a translation corpus",
               "Train an encoder-decoder Transformer until the time budget is spent, then "
               "validate and save checkpoints, vocabularies and the history in --out. "
@@ -129,7 +139,9 @@ def _train_parser(sub) -> None:
                  "the user cache, or a download)")
     budget = tr.add_argument_group("budget (training stops at the first one reached)")
     add_config_flags(budget, options.TRAIN_CONFIG, _TRAIN_DEFAULTS, lambda n: n in _BUDGET)
-    add_config_flags(tr.add_argument_group("model"), options.MODEL_CONFIG, _MODEL_DEFAULTS)
+    model = tr.add_argument_group("model")
+    add_preset_flag(model, preset)
+    add_config_flags(model, options.MODEL_CONFIG, _model_defaults(preset))
     opt = tr.add_argument_group("data and optimisation")
     k, positive = CPU_TOKENIZERS, number(int, 1)
     opt.add_argument("--tokenizer", choices=TOKENIZER_KINDS, default=k["kind"],
@@ -369,11 +381,22 @@ def _describe(err: BaseException) -> str:
     return one_line(str(err)) or type(err).__name__
 
 
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    """``argv`` parsed by the parser built for the ``--preset`` it gives
+    (so that the model flags default to that preset's values, and ``--help``
+    shows them)."""
+    preset = preset_in(argv)
+    args = build_parser(preset).parse_args(argv)
+    if getattr(args, "preset", preset) != preset:  # read otherwise than preset_in read it
+        args = build_parser(args.preset).parse_args(argv)
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (0 ok, 2 error, 130 interrupted)."""
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        args = parser.parse_args(argv)
+        args = parse_args(argv)
     except SystemExit as exc:  # --help (0) or a bad argument (2, message already printed)
         return int(exc.code or 0)
     try:

@@ -22,16 +22,20 @@ from pathlib import Path
 import pytest
 import sacrebleu
 import torch
+from cli_helpers import assert_one_line_error, help_entries, part_flags
 
-from minitransformer.cli import build_parser, main
+from minitransformer.cli import build_parser, main, parse_args
 from minitransformer.data import SubwordTokenizer, Vocab, tokenizer_from_dict
 from minitransformer.decoding import translate
-from minitransformer.training.checkpoint import build_model
+from minitransformer.training import options
+from minitransformer.training.checkpoint import build_model, load_checkpoint
+from minitransformer.training.options import DEFAULT_PRESET, PRESETS, flag
 from minitransformer.training.presets import (
     CPU_DATA,
     CPU_MODEL,
     CPU_TOKENIZERS,
     CPU_TRAINING,
+    ERA_PARTS,
     cpu_model_config,
     cpu_train_config,
 )
@@ -96,6 +100,95 @@ def test_model_and_training_flags_reach_the_configs():
     assert (t.lr, t.schedule, t.warmup_steps, t.label_smoothing, t.max_steps) == (
         2e-3, "linear", 7, 0.0, 9)
     assert t.ema_decay is None  # --ema 0: the weights as trained
+
+
+# --- --preset: the 2017 or the 2020s parts -----------------------------------------
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_the_preset_gives_its_translator(preset):
+    """`train --preset P` builds the CPU translator of era P (the same
+    training), as `cpu_model_config(..., era=P)` does; `build_parser(P)` too."""
+    args = parse_args(["train", "--out", "x", "--preset", preset])
+    assert args.preset == preset
+    assert _model_config(args, 10, 12) == cpu_model_config(10, 12, era=preset)
+    assert _train_config(args) == cpu_train_config(epochs=None, max_minutes=args.max_minutes,
+                                                   checkpoint_dir="x")
+    args = build_parser(preset).parse_args(["train", "--out", "x"])
+    assert args.preset == preset
+    assert _model_config(args, 10, 12) == cpu_model_config(10, 12, era=preset)
+    assert build_parser().parse_args(["train", "--out", "x"]).preset == DEFAULT_PRESET
+
+
+def test_an_explicit_flag_overrides_the_preset():
+    args = parse_args(["train", "--out", "x", "--preset", "2020s", "--norm", "layernorm",
+                       "--d-ff", "96"])
+    assert _model_config(args, 10, 10) == cpu_model_config(10, 10, era="2020s",
+                                                           norm="layernorm", d_ff=96)
+    args = parse_args(["train", "--out", "x", "--feed-forward", "swiglu"])
+    assert _model_config(args, 10, 10) == cpu_model_config(10, 10, feed_forward="swiglu")
+    # every part of 2017 asked for under --preset 2020s: the 2017 parts, the 2020s sizes
+    # (--num-kv-heads 0: one key/value head per query head, None in the config)
+    args = parse_args(["train", "--out", "x", "--preset", "2020s",
+                       *part_flags(ERA_PARTS["2017"])])
+    config = _model_config(args, 10, 10)
+    assert config == cpu_model_config(10, 10, era="2020s", **ERA_PARTS["2017"])
+    old = cpu_model_config(10, 10, era="2017")
+    assert all(getattr(config, k) == getattr(old, k) for k in ERA_PARTS["2017"])
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_help_shows_the_presets_defaults(capsys, preset):
+    code, out, _ = _run(capsys, ["train", "--preset", preset, "--help"])
+    assert code == 0
+    entries = help_entries(out)
+    assert "(default: " + preset + ")" in entries["--preset"]
+    config, checked = cpu_model_config(10, 10, era=preset), set()
+    for f, _ in options.config_fields(options.MODEL_CONFIG):
+        if "default:" in options.HELP.get(f.name, ""):  # says its default in words
+            continue
+        value = getattr(config, f.name)
+        shown = 0 if value is None and f.name in options.ZERO_IS_NONE else value
+        assert f"(default: {shown})" in entries[flag(f.name)], (f.name, entries[flag(f.name)])
+        checked.add(f.name)
+    assert set(ERA_PARTS[preset]) - {"norm_first"} <= checked
+    if preset == DEFAULT_PRESET:  # what --help shows without --preset
+        assert _run(capsys, ["train", "--help"])[1] == out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["train", "--out", "x", "--preset", "1990s"], "argument --preset: invalid choice: '1990s'"),
+    (["train", "--out", "x", "--preset"], "argument --preset: expected one argument"),
+])
+def test_a_bad_preset_is_one_line(capsys, argv, message):
+    code, out, err = _run(capsys, argv)
+    assert_one_line_error(code, err)
+    assert message in err and out == ""
+
+
+def test_run_json_records_the_preset_and_resume_keeps_it(capsys, tmp_path):
+    out, tiny = tmp_path / "run", [*TINY, "--tokenizer", "words", "--no-bleu"]
+    code, _, err = _run(capsys, ["train", "--out", str(out), "--preset", "2020s",
+                                 "--max-steps", "1", *tiny])
+    assert code == 0, err
+    assert json.loads((out / "run.json").read_text())["preset"] == "2020s"
+    stored = load_checkpoint(out / "last.pt")["model_config"]
+    assert {k: stored[k] for k in ERA_PARTS["2020s"]} == ERA_PARTS["2020s"]
+    # without --preset (the 2017 parts): refused, naming the preset and the parts
+    code, _, err = _run(capsys, ["train", "--out", str(out), "--resume", "--max-steps", "2",
+                                 *tiny])
+    assert_one_line_error(code, err)
+    assert "--preset 2017 (run: 2020s)" in err and "--norm layernorm (run: rmsnorm)" in err
+    # the same model asked for part by part under the other preset: still refused
+    code, _, err = _run(capsys, ["train", "--out", str(out), "--resume", "--max-steps", "2",
+                                 *tiny, *part_flags(ERA_PARTS["2020s"])])
+    assert_one_line_error(code, err)
+    assert "--preset 2017 (run: 2020s)" in err and "--norm" not in err
+    code, _, err = _run(capsys, ["train", "--out", str(out), "--resume", "--max-steps", "2",
+                                 "--preset", "2020s", *tiny])
+    assert code == 0, err
+    assert json.loads((out / "history.json").read_text())["step"][-1] == 2
+    assert json.loads((out / "run.json").read_text())["preset"] == "2020s"
 
 
 def _call_keywords(code: str, function: str) -> dict[str, list[str]]:

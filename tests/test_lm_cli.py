@@ -23,10 +23,10 @@ from pathlib import Path
 
 import pytest
 import torch
-from cli_helpers import assert_one_line_error, run_cli
+from cli_helpers import assert_one_line_error, help_entries, part_flags, run_cli
 
 from minitransformer import LanguageModel, LanguageModelConfig, MaskedLanguageModel
-from minitransformer.cli import build_parser, main
+from minitransformer.cli import build_parser, main, parse_args
 from minitransformer.data import (
     BOS_ID,
     EOS_ID,
@@ -41,8 +41,15 @@ from minitransformer.lm import cli as lm_cli
 from minitransformer.model import Transformer, TransformerConfig
 from minitransformer.training import TrainConfig, evaluate_loss, options
 from minitransformer.training.checkpoint import build_model, load_checkpoint, save_checkpoint
-from minitransformer.training.options import SET_BY_CALLER, flag
-from minitransformer.training.presets import CPU_DATA, CPU_LM, CPU_LM_TRAINING, positions_for
+from minitransformer.training.options import DEFAULT_PRESET, PRESETS, SET_BY_CALLER, flag
+from minitransformer.training.presets import (
+    CPU_DATA,
+    CPU_LM,
+    CPU_LM_TRAINING,
+    ERA_PARTS,
+    language_model_config,
+    positions_for,
+)
 from minitransformer.training.runs import lock_run
 
 FIXTURES = Path(__file__).parent / "fixtures" / "multi30k"
@@ -123,8 +130,77 @@ def test_lm_train_defaults_are_the_presets():
     assert lm_cli.lm_config_from_flags(masked, 100).vocab_size == 101  # + the mask token
 
 
+@pytest.mark.parametrize("preset", PRESETS)
+def test_the_preset_gives_its_language_model(preset):
+    """`lm train --preset P`: CPU_LM's sizes with the parts of era P, as
+    `language_model_config(..., era=P)` builds them; the training unchanged."""
+    args = parse_args(["lm", "train", "--out", "x", "--preset", preset])
+    positions = positions_for(CPU_DATA["max_len"])
+    expected = language_model_config(100, era=preset, **CPU_LM, max_len=positions)
+    assert args.preset == preset and lm_cli.lm_config_from_flags(args, 100) == expected
+    assert lm_cli.lm_train_config_from_flags(args) == CPU_LM_TRAINING.build(
+        epochs=None, max_minutes=10.0, checkpoint_dir="x")
+    args = build_parser(preset).parse_args(["lm", "train", "--out", "x"])
+    assert lm_cli.lm_config_from_flags(args, 100) == expected
+    if preset == DEFAULT_PRESET:
+        assert expected == CPU_LM.build(100, max_len=positions)  # what lm train gave before
+
+
+def test_an_explicit_flag_overrides_the_lm_preset():
+    positions = positions_for(CPU_DATA["max_len"])
+    args = parse_args(["lm", "train", "--out", "x", "--preset", "2020s", "--positional",
+                       "learned", "--layers", "2"])
+    assert lm_cli.lm_config_from_flags(args, 100) == language_model_config(
+        100, era="2020s", **{**CPU_LM, "num_layers": 2}, positional="learned",
+        max_len=positions)
+    args = parse_args(["lm", "train", "--out", "x", "--preset", "2020s",
+                       *part_flags(ERA_PARTS["2017"])])
+    assert lm_cli.lm_config_from_flags(args, 100) == language_model_config(
+        100, era="2017", **CPU_LM, max_len=positions)
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_help_shows_the_lm_presets_defaults(capsys, preset):
+    code, out, _ = _cli(capsys, ["lm", "train", "--preset", preset, "--help"])
+    assert code == 0
+    entries = help_entries(out)
+    assert f"(default: {preset})" in entries["--preset"]
+    config, checked = language_model_config(100, era=preset, **CPU_LM), set()
+    for f, _ in options.config_fields(options.LM_CONFIG):
+        if "default:" in options.HELP.get(f.name, ""):  # says its default in words
+            continue
+        value = getattr(config, f.name)
+        shown = 0 if value is None and f.name in options.ZERO_IS_NONE else value
+        assert f"(default: {shown})" in entries[flag(f.name)], (f.name, entries[flag(f.name)])
+        checked.add(f.name)
+    assert set(ERA_PARTS[preset]) - {"norm_first"} <= checked
+    if preset == DEFAULT_PRESET:
+        assert _cli(capsys, ["lm", "train", "--help"])[1] == out
+
+
+def test_lm_run_json_records_the_preset_and_resume_keeps_it(capsys, tmp_path):
+    code, _, err = _cli(capsys, _train(tmp_path, "--max-steps", "1", "--preset", "2020s"))
+    assert code == 0, err
+    assert json.loads((tmp_path / "run.json").read_text())["preset"] == "2020s"
+    stored = load_checkpoint(tmp_path / "last.pt")["model_config"]
+    assert {k: stored[k] for k in ERA_PARTS["2020s"]} == ERA_PARTS["2020s"]
+    code, _, err = _cli(capsys, _train(tmp_path, "--max-steps", "2", "--resume"))
+    _one_line_error(code, err)
+    assert "--preset 2017 (run: 2020s)" in err and "--feed-forward relu (run: swiglu)" in err
+    code, _, err = _cli(capsys, _train(tmp_path, "--max-steps", "2", "--resume",
+                                       *part_flags(ERA_PARTS["2020s"])))
+    _one_line_error(code, err)
+    assert "--preset 2017 (run: 2020s)" in err and "--feed-forward" not in err
+    code, _, err = _cli(capsys, _train(tmp_path, "--max-steps", "2", "--resume", "--preset",
+                                       "2020s"))
+    assert code == 0, err
+    assert load_checkpoint(tmp_path / "last.pt")["train_state"]["step"] == 2
+    assert json.loads((tmp_path / "run.json").read_text())["preset"] == "2020s"
+
+
 @pytest.mark.parametrize("argv, message", [
     (["lm"], "required"),
+    (["lm", "train", "--out", "x", "--preset", "1990s"], "argument --preset: invalid choice"),
     (["lm", "train"], "required: --out"),
     (["lm", "train", "--out", "x", "--objective", "next"], "invalid choice"),
     (["lm", "train", "--out", "x", "--lang", "fr"], "invalid choice"),

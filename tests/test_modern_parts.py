@@ -419,7 +419,10 @@ def test_train_flags_reach_every_new_field():
                                       tgt_vocab_size=9, max_len=64, pad_id=0)
     assert {k: getattr(config, k) for k in MODERN} == MODERN
     defaults = cli.build_parser().parse_args(["train", "--out", "x"])
-    assert defaults.num_kv_heads is None and defaults.bias is True
+    assert defaults.num_kv_heads == 0 and defaults.bias is True  # 0: None, one per query head
+    config = options.config_from_args(mt.TransformerConfig, defaults, src_vocab_size=9,
+                                      tgt_vocab_size=9, max_len=64, pad_id=0)
+    assert config.num_kv_heads is None
     for name in ("norm", "feed_forward", "num_kv_heads", "bias"):
         assert name in options.HELP
 

@@ -17,6 +17,7 @@ Chapters not written yet (no code cell) are skipped with that reason.
 
 from __future__ import annotations
 
+import ast
 import difflib
 import re
 import subprocess
@@ -79,7 +80,18 @@ def test_colab_cell_installs_this_repository_at_this_version():
     version = re.search(r'^version\s*=\s*"([^"]+)"', pyproject, re.M).group(1)
     assert colab.REF == f"v{version}", "the Colab cell must install the tag of this version"
     assert colab.REPOSITORY == CONFIG["repository"]["url"].rstrip("/")
-    assert f"git+{colab.REPOSITORY}@{colab.REF}" in colab.COLAB_CELL
+    # the URL may be cut into adjacent literals, which the parser joins into one string
+    strings = [node.value for node in ast.walk(ast.parse(colab.COLAB_CELL))
+               if isinstance(node, ast.Constant) and isinstance(node.value, str)]
+    assert f"minitransformer @ git+{colab.REPOSITORY}@{colab.REF}" in strings
+
+
+def test_colab_cell_fits_the_code_column():
+    from format_notebooks import CODE_COLUMNS, COLAB_CELL_START
+
+    assert colab.COLAB_CELL.startswith(COLAB_CELL_START)
+    wide = [line for line in colab.COLAB_CELL.splitlines() if len(line) > CODE_COLUMNS]
+    assert not wide, f"Colab cell lines wider than {CODE_COLUMNS} columns: {wide}"
 
 
 def _run_cell(monkeypatch, on_colab: bool) -> list[list[str]]:
@@ -138,6 +150,36 @@ def test_nothing_else_installs(path):
                 f"{path.name}, code cell {i}: downloads with {bad!r}; "
                 "load data with the package's own loader (minitransformer.data)"
             )
+
+
+#: What a chapter writes when it re-implements one of the package's helpers (CONTRIBUTING.md,
+#: chapter conventions, 4): a parameter count, a timing loop, the teacher-forced accuracy.
+REIMPLEMENTED = {
+    "count_parameters": re.compile(r"\bp\.numel\(\) for p in [\w.]+\.parameters\(\)"),
+    "instruments.timing.time_call": re.compile(
+        r"^\s*def \w+\(fn\b[^)]*\):(?:\n\s+.*)*?\n\s+.*\b(perf_counter|process_time|thread_time)\(",
+        re.M),
+    "evaluate_accuracy": re.compile(r"^\s*def accuracy\(model, batch", re.M),
+}
+
+
+@nb_param
+def test_chapters_use_the_packages_helpers(path):
+    nb = _written(path)
+    for i, source in enumerate(_code(nb)[1:], start=2):
+        for helper, pattern in REIMPLEMENTED.items():
+            assert not pattern.search(source), (
+                f"{path.name}, code cell {i}: re-implements {helper}; use the package's")
+
+
+def test_the_reimplementation_patterns_find_what_they_name():
+    assert REIMPLEMENTED["count_parameters"].search(
+        "n = sum(p.numel() for p in model.parameters())")
+    assert REIMPLEMENTED["instruments.timing.time_call"].search(
+        "def time_it(fn, repeats=5):\n    start = time.process_time()\n    fn()")
+    assert not REIMPLEMENTED["instruments.timing.time_call"].search(
+        "def run(fn):\n    return fn()\nstart = time.perf_counter()")
+    assert REIMPLEMENTED["evaluate_accuracy"].search("def accuracy(model, batch):\n    pass")
 
 
 def test_sync_tool_replaces_inserts_and_leaves_placeholders(tmp_path):

@@ -33,7 +33,7 @@ def test_top_level_shows_the_transformer_and_little_else():
 
 
 def test_each_helper_is_defined_once():
-    for name in ("count_parameters", "masked_softmax"):
+    for name in ("count_parameters", "masked_softmax", "evaluate_accuracy", "time_call"):
         defined = [
             str(p.relative_to(PACKAGE))
             for p in PACKAGE.rglob("*.py")

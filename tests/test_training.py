@@ -16,10 +16,11 @@ import torch.nn.functional as F
 from torch import nn
 
 from minitransformer import Transformer, TransformerConfig
-from minitransformer.data import TokenBatcher, Vocab, make_synthetic
+from minitransformer.data import TokenBatcher, Vocab, make_batch, make_synthetic
 from minitransformer.training import (
     TrainConfig,
     Trainer,
+    evaluate_accuracy,
     evaluate_loss,
     fit,
     label_smoothed_cross_entropy,
@@ -76,6 +77,50 @@ def test_loss_ignores_padding_and_gradients():
     assert logits.grad[0, :2].abs().max() > 0
     all_pad = label_smoothed_cross_entropy(logits, torch.zeros(2, 4, dtype=torch.long), 0.1)
     assert all_pad.item() == 0.0
+
+
+class FixedPredictions(nn.Module):
+    """A "model" that predicts, at each target position, the token its
+    batch's source holds there: its predictions are chosen by the test."""
+
+    def __init__(self):
+        super().__init__()
+        self.anchor = nn.Parameter(torch.zeros(1))  # the device evaluate_accuracy reads
+
+    def forward(self, src, tgt_in):
+        return F.one_hot(src, V).float() + 0 * self.anchor  # (B, T, V)
+
+
+def test_accuracy_counts_right_non_pad_tokens_across_batches():
+    def batch(pred, target):
+        target = torch.tensor(target)
+        return (torch.tensor(pred), torch.zeros_like(target), target)  # (src, tgt_in, tgt_out)
+
+    batches = [
+        batch([[5, 6, 7, 2], [5, 5, 0, 0]], [[5, 6, 8, 2], [4, 5, 0, 0]]),  # 4 of 6 right
+        batch([[9, 9, 9, 9]], [[9, 3, -100, 0]]),  # 1 of 2 (IGNORE_ID and pad not counted)
+    ]
+    model = FixedPredictions()
+    model.train()
+    assert evaluate_accuracy(model, batches) == pytest.approx(5 / 8)  # not (4/6 + 1/2) / 2
+    assert model.training  # the mode is given back
+    assert evaluate_accuracy(model, batches[:1]) == pytest.approx(4 / 6)
+    assert evaluate_accuracy(model, [batch([[1, 1]], [[0, 0]])]) == 0.0  # nothing counted
+    with pytest.raises(TypeError, match="pass \\[batch\\]"):
+        evaluate_accuracy(model, make_batch([([1, 2], [2, 1])]))
+
+
+def test_accuracy_of_a_trained_model_agrees_with_its_argmax():
+    model = tiny_model(dropout=0.0)
+    data = batcher(n=16)
+    expected_right = expected_count = 0
+    for b in data:
+        with torch.no_grad():
+            pred = model(b.src, b.tgt_in).argmax(-1)
+        keep = b.tgt_out != 0
+        expected_right += int(((pred == b.tgt_out) & keep).sum())
+        expected_count += int(keep.sum())
+    assert evaluate_accuracy(model, data) == pytest.approx(expected_right / expected_count)
 
 
 def test_loss_rejects_bad_shapes():

@@ -31,8 +31,14 @@ REPOSITORY = "https://github.com/minitransformer/minitransformer"
 #: The git tag Colab installs: ``v`` + the package version in pyproject.toml.
 REF = "v0.1.0"
 
+#: ``REPOSITORY`` cut after its host (``https://github.com/`` and ``owner/name``): the
+#: cell writes the URL as two adjacent string literals, so that no line of it is wider
+#: than the page's code column (76 characters, tools/format_notebooks.py).
+_HOST, _PATH = REPOSITORY.rsplit("/", 2)[0] + "/", "/".join(REPOSITORY.rsplit("/", 2)[1:])
+
 COLAB_CELL = f"""\
-# On Colab, install the book's package; elsewhere (a local clone) this does nothing.
+# On Colab, install the book's package; elsewhere (a local clone) this
+# does nothing.
 import sys
 
 if "google.colab" in sys.modules:
@@ -40,7 +46,8 @@ if "google.colab" in sys.modules:
 
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "-q",
-         "minitransformer @ git+{REPOSITORY}@{REF}"],
+         "minitransformer @ git+{_HOST}"
+         "{_PATH}@{REF}"],
         check=True,
     )"""
 

@@ -13,7 +13,9 @@ English captions by default). Its model flags are the fields of
 of :class:`~minitransformer.training.TrainConfig`, derived as ``train``'s are
 (:mod:`minitransformer.training.options`), with the defaults of
 :data:`~minitransformer.training.presets.CPU_LM` and
-:data:`~minitransformer.training.presets.CPU_LM_TRAINING`. The tokenizer is
+:data:`~minitransformer.training.presets.CPU_LM_TRAINING`; ``--preset 2020s``
+puts the 2020s parts on the model (:func:`lm_defaults`), which ``run.json``
+records and ``--resume`` compares. The tokenizer is
 the one ``train`` builds from the German-English training pairs (by default
 one shared SentencePiece model of 8,000 pieces); the masked model gets one id
 more, the mask token's (``mask_id`` = the tokenizer's size). The run folder,
@@ -55,8 +57,22 @@ from ..data import (
 from ..data.lines import one_line
 from ..training import TrainingDivergedError, fit, options, precision
 from ..training.checkpoint import build_model, load_checkpoint
-from ..training.options import add_config_flags, config_from_args, flag, number
-from ..training.presets import CPU_DATA, CPU_LM, CPU_LM_TRAINING, CPU_TOKENIZERS, positions_for
+from ..training.options import (
+    DEFAULT_PRESET,
+    add_config_flags,
+    add_preset_flag,
+    config_from_args,
+    flag,
+    number,
+)
+from ..training.presets import (
+    CPU_DATA,
+    CPU_LM,
+    CPU_LM_TRAINING,
+    CPU_TOKENIZERS,
+    ERA_PARTS,
+    positions_for,
+)
 from ..training.recipe import device_for, load_pairs, make_tokenizers, out_of_memory
 from ..training.runs import (
     RESUME_KEYS,
@@ -72,7 +88,7 @@ from ..training.runs import (
 from .models import LanguageModel, MaskedLanguageModel
 from .sampling import generate, sample_next
 
-__all__ = ["add_lm_parser", "COMMANDS", "OBJECTIVES", "LANGS", "BLANK",
+__all__ = ["add_lm_parser", "COMMANDS", "OBJECTIVES", "LANGS", "BLANK", "lm_defaults",
            "lm_config_from_flags", "lm_train_config_from_flags"]
 
 #: ``--objective``: the model class each trains.
@@ -91,19 +107,28 @@ BLANK = "[MASK]"
 
 
 def add_lm_parser(sub, make: Callable[..., argparse.ArgumentParser],
-                  corpus_args: Callable[[argparse.ArgumentParser, str], None]) -> None:
+                  corpus_args: Callable[[argparse.ArgumentParser, str], None],
+                  preset: str = DEFAULT_PRESET) -> None:
     """Add ``lm`` (with ``lm train`` and ``lm sample``) to the subparsers
     ``sub``; ``make(sub, name, help, description)`` makes a parser and
-    ``corpus_args(parser, help)`` adds ``--data-root`` / ``--no-download``."""
+    ``corpus_args(parser, help)`` adds ``--data-root`` / ``--no-download``;
+    ``lm train``'s model flags default to :func:`lm_defaults` of ``preset``."""
     lm = make(sub, "lm", "train a language model (GPT- or BERT-style) or sample from one",
               "Train a decoder-only (next token) or encoder-only (masked tokens) language "
               "model on one side of Multi30k, or continue a prompt with a trained one.")
     lm_sub = lm.add_subparsers(dest="lm_command", metavar="COMMAND", required=True)
-    _train_parser(lm_sub, make, corpus_args)
+    _train_parser(lm_sub, make, corpus_args, preset)
     _sample_parser(lm_sub, make)
 
 
-def _train_parser(sub, make, corpus_args) -> None:
+def lm_defaults(preset: str) -> dict[str, Any]:
+    """The defaults of ``lm train``'s model flags: the sizes of
+    :data:`~minitransformer.training.presets.CPU_LM` with ``preset``'s parts,
+    the fields that ``language_model_config(vocab_size, era=preset, **CPU_LM)`` sets."""
+    return {**ERA_PARTS[preset], **CPU_LM}
+
+
+def _train_parser(sub, make, corpus_args, preset: str) -> None:
     tr = make(sub, "train", "train a language model on one side of Multi30k",
               "Train until the budget is spent, then print the validation perplexity; "
               "checkpoints (with the tokenizer), the history and run.json go to --out. "
@@ -118,7 +143,9 @@ def _train_parser(sub, make, corpus_args) -> None:
                 "the user cache, or a download)")
     budget = tr.add_argument_group("budget (training stops at the first one reached)")
     add_config_flags(budget, options.TRAIN_CONFIG, _TRAIN_DEFAULTS, lambda n: n in _BUDGET)
-    add_config_flags(tr.add_argument_group("model"), options.LM_CONFIG, CPU_LM)
+    model = tr.add_argument_group("model")
+    add_preset_flag(model, preset)
+    add_config_flags(model, options.LM_CONFIG, lm_defaults(preset))
     opt = tr.add_argument_group("data and optimisation")
     k, positive = CPU_TOKENIZERS, number(int, 1)
     opt.add_argument("--tokenizer", choices=("subword", "words"), default=k["kind"],
@@ -193,7 +220,7 @@ def _run_info(args: argparse.Namespace, **more: Any) -> dict:
     if args.objective == "masked":
         data["mask_prob"] = args.mask_prob
     return {"kind": _RUN_KIND, "dataset": "multi30k", "objective": args.objective,
-            "lang": args.lang, "data": data, **more}
+            "lang": args.lang, "preset": args.preset, "data": data, **more}
 
 
 def _sentences(args: argparse.Namespace) -> tuple[list[list[int]], list[list[int]], Any]:
@@ -237,7 +264,7 @@ def _batches(args: argparse.Namespace, train: list, valid: list, tokenizer: Any
 
 def _check_resume(args: argparse.Namespace, tokenizer: Any, model_config: Any) -> None:
     """Check that ``--out`` holds the ``lm train`` run these flags describe:
-    objective, language, data settings, every model field and the tokenizer;
+    objective, language, preset, data settings, every model field and the tokenizer;
     one line names every difference."""
     file = args.out / "last.pt"
     info = read_run_info(args.out, LANGS)
@@ -249,8 +276,10 @@ def _check_resume(args: argparse.Namespace, tokenizer: Any, model_config: Any) -
         if not ckpt.get(key):
             raise RunError(f"cannot resume from {file}: it holds no {key}")
     now = _run_info(args)
-    differ = [f"--{k} {now[k]} (run: {info[k]})" for k in ("objective", "lang")
-              if info.get(k, now[k]) != now[k]]
+    run = {"objective": now["objective"], "lang": now["lang"], "preset": DEFAULT_PRESET,
+           **info}  # a run older than a key has the value every run had then
+    differ = [f"--{k} {now[k]} (run: {run[k]})" for k in ("objective", "lang", "preset")
+              if run[k] != now[k]]
     stored = info.get("data", {})
     differ += [f"--{k.replace('_', '-')} {v} (run: {stored[k]})"
                for k, v in now["data"].items() if stored.get(k, v) != v]

@@ -12,7 +12,7 @@ from .config import TrainConfig
 from .device import AMP_MODES, autocast_for, native_bf16, pick_device, precision
 from .history import History
 from .loop import StepReport, Trainer, TrainingDivergedError, fit, make_optimizer
-from .loss import evaluate_loss, label_smoothed_cross_entropy
+from .loss import evaluate_accuracy, evaluate_loss, label_smoothed_cross_entropy
 from .presets import (
     CPU_DATA,
     CPU_MODEL,

@@ -1,7 +1,8 @@
-"""The training objective and the validation loss.
+"""The training objective, and the validation loss and accuracy.
 
 Label smoothing (Szegedy et al. 2016, used by Vaswani et al. 2017 with
-ε_ls = 0.1) and the plain cross-entropy of a model on held-out batches.
+ε_ls = 0.1), the plain cross-entropy of a model on held-out batches, and
+the share of their target tokens it predicts right.
 
 Shape letters: ``B`` batch, ``S`` source length, ``T`` target length,
 ``V`` target vocabulary size.
@@ -22,6 +23,7 @@ __all__ = [
     "label_smoothed_cross_entropy",
     "loss_sum",
     "evaluate_loss",
+    "evaluate_accuracy",
     "batch_parts",
     "input_tokens",
     "pad_id_of",
@@ -143,3 +145,40 @@ def evaluate_loss(
     inner.train(was_training)
     return float(total[0] / total[1].clamp(min=1))
 
+
+@torch.no_grad()
+def evaluate_accuracy(
+    model: nn.Module,
+    batches: Iterable,
+    pad_id: int | None = None,
+    device: torch.device | str | None = None,
+) -> float:
+    """Teacher-forced token accuracy over ``batches``: the share of the
+    non-pad target tokens (end-of-sequence included) whose highest-scoring
+    prediction is the target, every token counting once across the
+    batches. The batches are those of :func:`evaluate_loss` (seq2seq or
+    language-model, see :func:`batch_parts`); targets equal to ``pad_id``
+    or negative (:data:`~minitransformer.data.IGNORE_ID`) are not counted.
+    Under ``torchrun`` each process scores its share and the counts are
+    combined. 0.0 when no token counts."""
+    if hasattr(batches, "tgt_out") or hasattr(batches, "targets"):
+        raise TypeError("evaluate_accuracy: expected an iterable of batches, got one "
+                        f"{type(batches).__name__}; pass [batch]")
+    inner = getattr(model, "module", model)
+    pad = pad_id_of(inner, pad_id)
+    device = torch.device(device) if device is not None else next(inner.parameters()).device
+    was_training = inner.training
+    inner.eval()
+    total = torch.zeros(2, dtype=torch.float64, device=device)  # right, counted
+    rank, world = dist_utils.rank_and_world()
+    for i, batch in enumerate(batches):
+        if i % world != rank:
+            continue
+        inputs, target = batch_parts(batch)
+        target = target.to(device)
+        pred = inner(*(t.to(device) for t in inputs)).argmax(-1)  # (B, T)
+        keep = (target != pad) & (target >= 0)  # (B, T)
+        total += torch.stack([((pred == target) & keep).sum().double(), keep.sum().double()])
+    dist_utils.all_reduce_sum(total)
+    inner.train(was_training)
+    return float(total[0] / total[1].clamp(min=1))

@@ -15,6 +15,11 @@ the fields the caller sets (:data:`SET_BY_CALLER`). A field added to a
 config therefore reaches ``train`` (and ``--resume``'s comparison, which
 compares whole configs) without an edit here or in :mod:`minitransformer.cli`.
 
+``--preset`` (:func:`add_preset_flag`, one of :data:`PRESETS`) chooses the
+era whose parts (:data:`~minitransformer.training.presets.ERA_PARTS`) are
+the model flags' defaults. It is read before the parser is built
+(:func:`preset_in`), so that ``--help`` shows the chosen preset's defaults.
+
 :func:`number` is the one factory of the command line's numeric argument
 types.
 """
@@ -26,18 +31,20 @@ import dataclasses
 import math
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..lm.models import LanguageModelConfig
 from ..model import TransformerConfig
 from .config import TrainConfig
 from .device import AMP_MODES
+from .presets import ERA_PARTS
 from .schedule import SCHEDULES
 
 __all__ = ["number", "flag", "field_default", "config_fields", "add_config_flags",
            "config_from_args", "HELP", "RENAMED", "INVERTED", "SET_BY_CALLER",
-           "MODEL_CONFIG", "TRAIN_CONFIG", "LM_CONFIG"]
+           "MODEL_CONFIG", "TRAIN_CONFIG", "LM_CONFIG", "PRESETS", "DEFAULT_PRESET",
+           "add_preset_flag", "preset_in"]
 
 #: The classes ``train`` builds (module attributes, read at each call, so a
 #: test can put a subclass with one more field in their place).
@@ -96,7 +103,7 @@ HELP: dict[str, str] = {
     "num_layers": "layers",
     "d_ff": "feed-forward inner width",
     "dropout": "dropout probability",
-    "norm_first": "LayerNorm after each residual add, as in the paper (default: pre-LN)",
+    "norm_first": "the norm after each residual add, as in the paper (default: pre-LN)",
     "share_embeddings": "one embedding table for source and target (needs --tokenizer "
                         "subword, whose vocabulary both languages share; default: the "
                         "preset's with subwords, off with words)",
@@ -107,7 +114,7 @@ HELP: dict[str, str] = {
     "feed_forward": "position-wise network: ReLU (the paper), GELU, or SwiGLU (hidden width "
                     "round(2/3 of --d-ff), about the same parameter count)",
     "num_kv_heads": "key/value heads of grouped-query attention, dividing --heads (1: "
-                    "multi-query; default: one per query head)",
+                    "multi-query; 0: one per query head)",
     "bias": "biases in the attention and feed-forward linear layers",
     "lr": "peak learning rate",
     "schedule": "after warm-up: decay as 1/sqrt(step) (noam), stay flat (constant) or fall "
@@ -157,13 +164,15 @@ RANGES: dict[str, Callable[[str], Any]] = {
     "lr": number(float, 0, open_low=True), "max_minutes": number(float, 0, open_low=True),
     "eps": number(float, 0, open_low=True), "weight_decay": number(float, 0),
     "clip_norm": number(float, 0), "log_every": number(int, 1),
+    "num_kv_heads": number(int, 0),
 }
 
 #: Choices of ``str`` fields.
 CHOICES: dict[str, tuple[str, ...]] = {"schedule": SCHEDULES, "amp": AMP_MODES}
 
-#: Optional fields whose flag takes 0 for None (``--ema 0``: no average).
-ZERO_IS_NONE = frozenset({"ema_decay", "clip_norm"})
+#: Optional fields whose flag takes 0 for None (``--ema 0``: no average;
+#: ``--num-kv-heads 0``: one per query head, which ``--preset 2020s`` needs).
+ZERO_IS_NONE = frozenset({"ema_decay", "clip_norm", "num_kv_heads"})
 
 
 def flag(name: str) -> str:
@@ -203,7 +212,7 @@ def _kwargs(name: str, hint: Any, default: Any) -> dict[str, Any]:
     metavar = flag(name).removeprefix("--").upper().replace("-", "_")
     kw: dict[str, Any] = {"default": default, "help": help_text, "metavar": metavar}
     if name in ZERO_IS_NONE and default is None:
-        kw["default"] = 0.0
+        kw["default"] = hint(0)  # 0 or 0.0, as the flag's type gives it
     if typing.get_origin(hint) is typing.Literal or name in CHOICES:
         choices = CHOICES.get(name) or typing.get_args(hint)
         return {**kw, "choices": choices, "metavar": "{" + ",".join(choices) + "}"}
@@ -240,3 +249,36 @@ def config_from_args(config_class: type, args: argparse.Namespace, **set_by_call
                 value = None
             values[f.name] = tuple(value) if isinstance(value, list) else value
     return config_class(**{**values, **set_by_caller})
+
+
+#: ``--preset``: the eras of :data:`~minitransformer.training.presets.ERA_PARTS`.
+PRESETS: tuple[str, ...] = tuple(ERA_PARTS)
+#: The preset without ``--preset``: the parts every run had before the flag
+#: existed (a run whose ``run.json`` records no preset has them).
+DEFAULT_PRESET = "2017"
+
+
+def add_preset_flag(group: argparse._ActionsContainer, preset: str) -> None:
+    """Add ``--preset`` (default ``preset``) to ``group``: the parser's model
+    flags must have been given that preset's defaults (:func:`preset_in`)."""
+    group.add_argument(
+        "--preset", choices=PRESETS, default=preset,
+        help="the model's parts, the defaults of the model flags (each flag still overrides "
+             "its own): 2017, the paper's; 2020s, Llama's (pre-RMSNorm, SwiGLU, rotary "
+             "positions, grouped-query attention, no biases). --help shows the defaults of "
+             "the preset given with it")
+
+
+def preset_in(argv: Sequence[str]) -> str:
+    """The ``--preset`` that the command line ``argv`` gives, read before the
+    parser is built, since it sets the defaults the model flags take and
+    ``--help`` shows: :data:`DEFAULT_PRESET` if none is given, or if what is
+    given is not a preset (the parser built then rejects it, as it rejects
+    any bad value). Abbreviations (``--pre``) are read as the parser reads them."""
+    pre = argparse.ArgumentParser(add_help=False, exit_on_error=False)
+    pre.add_argument("--preset")
+    try:
+        given = pre.parse_known_args(list(argv))[0].preset
+    except argparse.ArgumentError:  # "--preset" without a value: the parser says so
+        return DEFAULT_PRESET
+    return given if given in PRESETS else DEFAULT_PRESET

@@ -35,8 +35,8 @@ from ..model import Transformer
 from . import options
 from .checkpoint import build_model, load_checkpoint
 from .device import pick_device
-from .options import config_from_args, flag
-from .presets import CPU_MODEL, positions_for
+from .options import DEFAULT_PRESET, config_from_args, flag
+from .presets import CPU_MODELS, positions_for
 from .runs import (
     RunError,
     check_memory,
@@ -133,11 +133,12 @@ def model_config_from_flags(args: argparse.Namespace, src_size: int, tgt_size: i
 
 
 def shared_embeddings(args: argparse.Namespace) -> bool:
-    """``--share-embeddings`` as given, else the preset's with subwords (word
-    vocabularies differ between the languages, so they cannot share)."""
+    """``--share-embeddings`` as given, else the ``--preset``'s with subwords
+    (word vocabularies differ between the languages, so they cannot share)."""
     if args.share_embeddings is not None:
         return args.share_embeddings
-    return CPU_MODEL["share_embeddings"] and args.tokenizer == "subword"
+    preset = CPU_MODELS[getattr(args, "preset", DEFAULT_PRESET)]
+    return preset["share_embeddings"] and args.tokenizer == "subword"
 
 
 def train_config_from_flags(args: argparse.Namespace) -> Any:
@@ -170,7 +171,7 @@ def check_resume_flags(args: argparse.Namespace, src_vocab: Any, tgt_vocab: Any,
 def run_info(args: argparse.Namespace, **more: Any) -> dict:
     """What ``run.json`` records of the run (plus ``more``)."""
     return {"dataset": args.dataset, "src_lang": args.src_lang, "tgt_lang": args.tgt_lang,
-            "data": data_settings(args), **more}
+            "preset": args.preset, "data": data_settings(args), **more}
 
 
 def check_model_flags(args: argparse.Namespace) -> None:

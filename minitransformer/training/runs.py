@@ -35,7 +35,7 @@ from typing import Any
 
 import torch
 
-from .options import field_default
+from .options import DEFAULT_PRESET, field_default
 
 try:
     import fcntl
@@ -274,8 +274,9 @@ def check_resume(out: Path, ckpt: Mapping[str, Any], now: Mapping[str, Any], mod
                  names: Mapping[str, str], languages: tuple[str, ...]) -> None:
     """Check that the run in ``out`` (its ``last.pt``, loaded as ``ckpt``, and
     its ``run.json``) is the one ``now`` describes: the dataset and languages,
-    the data settings (``now["data"]``) and every field of ``model_config``
-    (a field an older run lacks counts as its default). One line names every
+    the ``--preset`` (a run that records none had the default's parts), the
+    data settings (``now["data"]``) and every field of ``model_config`` (a
+    field an older run lacks counts as its default). One line names every
     difference, by ``names`` (the flags)."""
     file = out / "last.pt"
     for key in RESUME_KEYS:
@@ -289,6 +290,9 @@ def check_resume(out: Path, ckpt: Mapping[str, Any], now: Mapping[str, Any], mod
         differ.append(f"the run translates {run['src_lang']}→{run['tgt_lang']} "
                       f"({run['dataset']}), not {now['src_lang']}→{now['tgt_lang']} "
                       f"({now['dataset']})")
+    preset = {k: d.get("preset", DEFAULT_PRESET) for k, d in (("run", info), ("now", now))}
+    if preset["run"] != preset["now"]:
+        differ.append(f"--preset {preset['now']} (run: {preset['run']})")
     stored = info.get("data", {})
     differ += [f"--{k.replace('_', '-')} {v} (run: {stored[k]})"
                for k, v in now["data"].items() if stored.get(k, v) != v]
