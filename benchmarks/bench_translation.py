@@ -25,7 +25,7 @@ Variants (``--variants``, the first is compared with the others):
     MINITRANSFORMER_DATA=../shared/data python benchmarks/bench_translation.py --threads 2
     python benchmarks/bench_translation.py --variants ours ours-fp32 torch torch-bf16
     python benchmarks/bench_translation.py --rounds 4 --steps 5   # quicker
-    python benchmarks/bench_translation.py --profile              # where the time goes
+    python benchmarks/bench_translation.py --profile              # where the time goes (JSON too)
     python benchmarks/bench_translation.py --quality-steps 300    # bf16 vs fp32: same loss?
     python benchmarks/bench_translation.py --quality 10           # nn.Transformer's BLEU
 
@@ -208,8 +208,13 @@ def main() -> None:
     p.add_argument("--quality", type=float, default=None, metavar="MINUTES",
                    help="instead: train the nn.Transformer baseline alone for MINUTES with the "
                    "command line's defaults, then report its test scores")
-    p.add_argument("--out", type=Path, default=ROOT / "results" / "translation_speed.json")
+    p.add_argument("--out", type=Path, default=None,
+                   help="the JSON record (default: results/translation_speed.json, with "
+                   "--profile results/translation_profile.json)")
     args = p.parse_args()
+    if args.out is None:
+        name = "translation_profile.json" if args.profile else "translation_speed.json"
+        args.out = ROOT / "results" / name
     torch.set_num_threads(args.threads)
     started = time.time()
     before = machine.print_machine("before")
@@ -252,13 +257,8 @@ def main() -> None:
     for v in trainers:  # warm-up: allocator, kernels
         run(v, batches[-2:])
     if args.profile:
-        from torch.profiler import ProfilerActivity, profile
-
-        for v in trainers:
-            with profile(activities=[ProfilerActivity.CPU]) as prof:
-                run(v, batches[:5])
-            print(f"\n=== {v}: top operators by self CPU time (5 steps)")
-            print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=18))
+        record["profile"] = {v: profile_steps(run, v, batches[:5]) for v in trainers}
+        _write(args.out, record, machine.print_machine("after"))
         return
     rates: dict[str, list[float]] = {v: [] for v in trainers}
     names = list(trainers)
@@ -268,6 +268,9 @@ def main() -> None:
             rates[v].append(tokens / seconds)
         print(f"round {r + 1}: " + ", ".join(f"{k} {x[-1]:,.0f}" for k, x in rates.items()),
               flush=True)
+        # the rounds so far, so that a run cut short (a time limit) still leaves its numbers
+        _write(args.out, {**record, "rounds_done": r + 1, "tokens_per_second": {
+            v: [round(x, 1) for x in rs] for v, rs in rates.items()}}, None, quiet=True)
     print(f"\ntorch {torch.__version__}, {args.threads} threads, {args.rounds} rounds x "
           f"{args.steps} steps of {args.max_tokens}-token batches")
     medians = {v: statistics.median(x) for v, x in rates.items()}
@@ -282,7 +285,8 @@ def main() -> None:
         print(f"ratio {first} / {other}: median of rounds {ratios[other]['median']:.3f} "
               f"(range {ratios[other]['min']:.3f}-{ratios[other]['max']:.3f})")
     record.update({
-        "threads": args.threads, "rounds": args.rounds, "steps_per_round": args.steps,
+        "threads": args.threads, "rounds": args.rounds, "rounds_done": args.rounds,
+        "steps_per_round": args.steps,
         "precision": {v: t.precision for v, t in trainers.items()},
         "tokens_per_second": {v: [round(x, 1) for x in r] for v, r in rates.items()},
         "median_tokens_per_second": {v: round(x, 1) for v, x in medians.items()},
@@ -291,11 +295,33 @@ def main() -> None:
     _write(args.out, record, machine.print_machine("after"))
 
 
-def _write(path: Path, record: dict, after: dict) -> None:
+def profile_steps(run, variant: str, chunk: list, rows: int = 18) -> dict:
+    """Profile ``run(variant, chunk)`` (training steps), print the operators
+    with the most self CPU time, and return them for the JSON record: per
+    operator the milliseconds per step and the calls per step, and the step's
+    total self CPU time."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        run(variant, chunk)
+    events = prof.key_averages()
+    print(f"\n=== {variant}: top operators by self CPU time ({len(chunk)} steps)")
+    print(events.table(sort_by="self_cpu_time_total", row_limit=rows))
+    n = len(chunk)
+    top = sorted(events, key=lambda e: e.self_cpu_time_total, reverse=True)[:rows]
+    return {"steps": n,
+            "self_cpu_ms_per_step": round(sum(e.self_cpu_time_total for e in events) / 1e3 / n, 2),
+            "top_operators": [{"name": e.key, "self_cpu_ms_per_step":
+                               round(e.self_cpu_time_total / 1e3 / n, 2),
+                               "calls_per_step": e.count / n} for e in top]}
+
+
+def _write(path: Path, record: dict, after: dict | None, quiet: bool = False) -> None:
     record["machine_after"] = after
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    print(f"wrote {path}")
+    if not quiet:
+        print(f"wrote {path}")
 
 
 if __name__ == "__main__":
