@@ -134,7 +134,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--minutes", type=float, default=10.0,
                    help="training budget of each run, wall clock (default 10)")
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    p.add_argument("--models", nargs="+", choices=list(MODELS), default=list(MODELS))
+    p.add_argument("--models", nargs="+", choices=list(MODELS), default=["encdec", "lm"],
+                   help="the models to run (default: encdec lm, chapter 11's comparison)")
     p.add_argument("--beam", type=int, default=4, help="beam size on the test set (default 4)")
     p.add_argument("--threads", type=int, default=None,
                    help="torch.set_num_threads (default torch's; --parallel: 1 per process)")
