@@ -6,6 +6,8 @@
 #   MINUTES=10 ...     the training budget of each run (default: 10 scaled to the machine)
 #   CHOOSE_ARGS="--tyings untied --no-words"   a shorter choose step (see campaign_translator.py)
 #   STEPS="choose apply test timebleu speed quality decoding chapter"   a subset, in order
+#   STEPS="recipe recipe-apply recipe-test"   the recipe on validation (issue 25), ~4 h
+#   RECIPE_ARGS="--only preset 'lr x2'"       a shorter recipe step (campaign_translator.py recipe -h)
 #
 # About 4 hours on a 2-core CPU. Each step prints the machine (CPU model,
 # flags, 1024² matmul GFLOP/s, load) and writes JSON:
@@ -13,6 +15,12 @@
 #             the top two (benchmarks/campaign_translator.py; ~110 min)
 #   apply     the choice into minitransformer/training/presets.py (review, commit)
 #   test      the chosen configuration's runs on test_2016_flickr, greedy and beam 4
+#   recipe    dropout, label smoothing, schedule, peak lr, average decay: one factor at a
+#             time against the preset, 3 seeds, on the validation split (18 runs; the
+#             plan and its estimate are printed first; resumable: rerun after a stop)
+#   recipe-apply  the recipe's choice into presets.py and minitransformer/results (review)
+#   recipe-test   the chosen recipe trained by plain train, 3 seeds, then
+#             test_2016_flickr greedy and beam 4, once (~35 min)
 #   timebleu  BLEU against training time, the new defaults vs torch.nn.Transformer (~55 min)
 #   speed     training tokens/s, ours vs nn.Transformer (target: ours >= 1.2x torch)
 #   quality   bf16 vs float32 after the same steps (the precision default)
@@ -27,7 +35,7 @@ PY=${PY:-.venv/bin/python}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} MKL_NUM_THREADS=${MKL_NUM_THREADS:-2}
 export PYTHONUNBUFFERED=1
 : "${MINITRANSFORMER_DATA:?set MINITRANSFORMER_DATA to the folder holding multi30k/}"
-STEPS=${STEPS:-"choose apply test timebleu speed quality decoding chapter"}
+STEPS=${STEPS:-"choose apply test recipe recipe-apply recipe-test timebleu speed quality decoding chapter"}
 OUT=benchmarks/results
 mkdir -p "$OUT" runs/campaign
 
@@ -61,6 +69,15 @@ for step in $STEPS; do
           --output "$dir/test_beam$beam.txt"
       done
     done 2>&1 | tee "$OUT/campaign_test.log" ;;
+  recipe)
+    eval "run campaign_translator.py recipe --minutes $MINUTES --out-dir ../runs/recipe ${RECIPE_ARGS:-} --dry-run"
+    eval "run campaign_translator.py recipe --minutes $MINUTES --out-dir ../runs/recipe ${RECIPE_ARGS:-}" \
+      | tee "$OUT/recipe.log" ;;
+  recipe-apply)
+    run campaign_translator.py recipe-apply
+    git diff --stat minitransformer/training/presets.py minitransformer/results/recipe_choice.json ;;
+  recipe-test)
+    run campaign_translator.py recipe-test --out-dir ../runs/recipe | tee "$OUT/recipe_test.log" ;;
   timebleu)
     run bench_time_to_bleu.py --threads 2 --marks "$(awk "BEGIN{print $MINUTES/4}")" \
       "$(awk "BEGIN{print $MINUTES/2}")" "$MINUTES" "$(awk "BEGIN{print $MINUTES*2}")" \
