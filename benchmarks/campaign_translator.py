@@ -119,6 +119,7 @@ def run_config(name: str, options: list[str], seed: int, args, valid, *,
             s.pop("signature")
             record["averages"][label] = s
     record["minutes_budget"], record["smoke"] = args.minutes, args.smoke
+    record["preset"] = preset_values()
     bleu = record["val_beam4"]
     print(f"   {record['steps']} steps, validation cross-entropy {record['valid_loss']:.3f}; "
           f"val beam 4: BLEU {bleu['bleu']:.2f} cased, {bleu['bleu_lc']:.2f} "
@@ -133,7 +134,10 @@ def run_config(name: str, options: list[str], seed: int, args, valid, *,
 
 def run_quietly(command: list[str]) -> str:
     """Run ``command``; its stdout, or its stderr printed and an error raised."""
-    done = subprocess.run(command, capture_output=True, text=True)
+    # this checkout's package, whatever the folder it runs from
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    done = subprocess.run(command, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": path})
     if done.returncode != 0:
         print(done.stdout[-2000:] + done.stderr[-4000:], file=sys.stderr, flush=True)
         raise subprocess.CalledProcessError(done.returncode, command)
@@ -171,8 +175,18 @@ def finished_record(out: Path, options: list[str], minutes: float, smoke: bool,
     same = (record.get("options") == list(options) and record.get("minutes_budget") == minutes
             and record.get("smoke") == smoke
             and record.get("averages_kept", []) == [float(d) for d in averages]
-            and (not score_averages or "averages" in record))
+            and (not score_averages or "averages" in record)
+            and record.get("preset") == preset_values())
     return record if same else None
+
+
+def preset_values() -> dict:
+    """The preset's settings a run's flags leave to it: a finished run made
+    under other defaults (before ``apply`` or ``recipe-apply``) is redone."""
+    return {**{k: CPU_MODEL[k] for k in ("dropout", "share_embeddings", "tie_output")},
+            **{k: CPU_TRAINING[k] for k in ("lr", "schedule", "warmup_steps",
+                                            "label_smoothing", "ema_decay")},
+            "vocab_size": CPU_TOKENIZERS["vocab_size"]}
 
 
 def summarise(runs: list[dict], metrics: tuple[str, ...] = ("bleu",)) -> dict[str, dict]:

@@ -9,8 +9,9 @@
 #   STEPS="recipe recipe-apply recipe-test"   the recipe on validation (issue 25), ~4 h
 #   RECIPE_ARGS="--only preset 'lr x2'"       a shorter recipe step (campaign_translator.py recipe -h)
 #
-# About 4 hours on a 2-core CPU. Each step prints the machine (CPU model,
-# flags, 1024² matmul GFLOP/s, load) and writes JSON:
+# About 4 hours on a 2-core CPU, and 4.3 more for the recipe steps. Each
+# step prints the machine (CPU model, flags, 1024² matmul GFLOP/s, load)
+# and writes JSON:
 #   choose    vocabulary size and tying on the validation split, 3 seeds for
 #             the top two (benchmarks/campaign_translator.py; ~110 min)
 #   apply     the choice into minitransformer/training/presets.py (review, commit)

@@ -141,7 +141,8 @@ def test_a_finished_run_is_not_run_again(campaign, tmp_path, monkeypatch):
     assert folder == tmp_path / "lr_x2_seed1"
     folder.mkdir()
     record = {"name": "lr x2", "seed": 1, "options": ["--lr", "0.002"], "minutes_budget": 10.0,
-              "smoke": False, "averages_kept": [0.99, 0.995], "val_beam4": {"bleu": 38.0}}
+              "smoke": False, "averages_kept": [0.99, 0.995], "val_beam4": {"bleu": 38.0},
+              "preset": campaign.preset_values()}
     (folder / "result.json").write_text(json.dumps(record))
 
     def no_subprocess(*a, **k):
@@ -159,6 +160,10 @@ def test_a_finished_run_is_not_run_again(campaign, tmp_path, monkeypatch):
     assert finished(folder, ["--lr", "0.002"], 10.0, False, (0.99,)) is None  # averages
     # the averages were not scored, so a run that needs them is redone
     assert finished(folder, ["--lr", "0.002"], 10.0, False, (0.99, 0.995), True) is None
+    # made under other defaults (before recipe-apply): redone
+    (folder / "result.json").write_text(json.dumps({**record, "preset": {
+        **record["preset"], "lr": 5e-4}}))
+    assert finished(folder, ["--lr", "0.002"], 10.0, False, (0.99, 0.995)) is None
     (folder / "result.json").write_text('{"name": "lr x2", "seed"')  # killed mid-write
     assert finished(folder, ["--lr", "0.002"], 10.0, False, (0.99, 0.995)) is None
     assert finished(tmp_path / "never_run", [], 10.0, False) is None
@@ -253,3 +258,40 @@ def test_recipe_apply_refuses_a_smoke_or_short_result(campaign, tmp_path, monkey
         campaign.cmd_recipe_apply(argparse.Namespace(result=result,
                                                      book_copy=tmp_path / "c.json",
                                                      force=False))
+
+
+def test_averages_kept_beside_a_run_leave_its_training_unchanged(campaign, tmp_path,
+                                                                 monkeypatch):
+    """``train-with-averages`` on the fixture corpus: the trained weights are
+    those of a plain ``train`` run, each average is a loadable checkpoint,
+    and avg0.pt holds the trained weights."""
+    import torch
+    from test_cli import TINY
+
+    from minitransformer import cli
+    from minitransformer.training.checkpoint import build_model, load_checkpoint
+    from minitransformer.training.recipe import load_run
+
+    monkeypatch.setattr(cli, "fit", cli.fit)  # put back after the test
+    flags = ["--max-steps", "6", *TINY, "--tokenizer", "words", "--no-bleu", "--ema", "0.9",
+             "--seed", "3"]
+    hooked, plain = tmp_path / "hooked", tmp_path / "plain"
+    assert campaign.train_with_averages([0.5, 0.8], ["--out", str(hooked), *flags]) == 0
+    info = json.loads((hooked / "averages.json").read_text())
+    assert info["files"] == {"0": "avg0.pt", "0.5": "avg0.5.pt", "0.8": "avg0.8.pt",
+                             "0.9": "last.pt"}
+    assert info["updates"] == 6 and info["own_decay"] == 0.9
+    files = campaign.average_files(hooked)
+    assert list(files) == ["0", "0.5", "0.8", "0.9"]
+    trained = load_checkpoint(hooked / "last.pt")["model_state"]
+    as_trained = build_model(files["0"]).state_dict()
+    assert all(torch.equal(as_trained[k], v) for k, v in trained.items())
+    half = build_model(files["0.5"]).state_dict()
+    assert not all(torch.equal(half[k], v) for k, v in trained.items())
+    for file in files.values():  # what evaluate loads
+        load_run(file, "cpu")
+
+    monkeypatch.undo()  # the plain fit again
+    assert cli.main(["train", "--out", str(plain), *flags]) == 0
+    same = load_checkpoint(plain / "last.pt")["model_state"]
+    assert all(torch.equal(same[k], v) for k, v in trained.items())
