@@ -749,7 +749,8 @@ def main() -> None:
     for q in (c, sub.add_parser("apply", help="write the choice into the preset")):
         q.add_argument("--result", type=Path, default=RESULT)
     r = sub.add_parser("recipe", help="the training settings, one factor at a time, on "
-                       "validation (issue 25)", description=RECIPE_DOC.split("\n\n")[1])
+                       "validation (issue 25)", description=RECIPE_DOC.split("\n\n")[1],
+                       epilog=f"Rule (fixed before the runs): {RECIPE_RULE}.")
     r.add_argument("--only", nargs="+", metavar="NAME",
                    help="run these candidates only (names as in --dry-run; 'ema ...' runs "
                         "the preset)")
