@@ -611,7 +611,8 @@ PHONE_WIDTH = 390
 
 def check_phone_layout(context: BrowserContext, url: str) -> list[str]:
     """Load ``url`` in ``context`` (a phone-sized viewport) and say what does not fit: the page
-    scrolls sideways, or the header's buttons run past the screen's edge."""
+    scrolls sideways, the header's buttons or a heading (its inline math) run past the
+    screen's edge."""
     page = context.new_page()
     page.set_default_timeout(PAGE_TIMEOUT_MS)
     try:
@@ -624,8 +625,13 @@ def check_phone_layout(context: BrowserContext, url: str) -> list[str]:
               '.bd-header-article .btn, .bd-header-article a, .bd-header-article button'))
             .filter(e => e.offsetParent)
             .map(e => e.getBoundingClientRect().right);
+          const headings = Array.from(document.querySelectorAll(
+              'article h1, article h2, article h3, article h4'))
+            .filter(h => [h, ...h.querySelectorAll('mjx-container, span.nobr, code')].some(
+                e => e.getBoundingClientRect().right > root.clientWidth + 1))
+            .map(h => h.textContent.trim().slice(0, 40));
           return {scroll: root.scrollWidth, width: root.clientWidth,
-                  header: header.length ? Math.max(...header) : 0};
+                  header: header.length ? Math.max(...header) : 0, headings};
         }""")
         if state["scroll"] > state["width"]:
             problems.append(f"the page is {state['scroll']} px wide on a {state['width']} px "
@@ -633,6 +639,8 @@ def check_phone_layout(context: BrowserContext, url: str) -> list[str]:
         if state["header"] > state["width"]:
             problems.append(f"the header's buttons reach {state['header']:.0f} px on a "
                             f"{state['width']} px screen")
+        for heading in state["headings"]:
+            problems.append(f"the heading {heading!r} runs past the screen's edge")
         return problems
     finally:
         page.close()

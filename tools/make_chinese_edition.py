@@ -331,11 +331,15 @@ ZH_FIGURE_KEY = "minitransformer_zh"
 
 
 def with_chinese_alt(metadata: dict) -> dict:
-    """``metadata`` (changed in place) with ``mystnb.image.alt`` set to its
-    :data:`ZH_FIGURE_KEY` alt text, when it has one."""
-    alt = (metadata.get(ZH_FIGURE_KEY) or {}).get("alt")
-    if alt:
-        metadata.setdefault("mystnb", {}).setdefault("image", {})["alt"] = alt
+    """``metadata`` (changed in place) with ``mystnb.image.alt`` and
+    ``mystnb.figure.caption`` set to its :data:`ZH_FIGURE_KEY` alt text and
+    caption, when it has them (the figure's ``name`` stays, so {numref} targets
+    are the same in both editions)."""
+    zh = metadata.get(ZH_FIGURE_KEY) or {}
+    if zh.get("alt"):
+        metadata.setdefault("mystnb", {}).setdefault("image", {})["alt"] = zh["alt"]
+    if zh.get("caption"):
+        metadata.setdefault("mystnb", {}).setdefault("figure", {})["caption"] = zh["caption"]
     return metadata
 
 
