@@ -612,7 +612,8 @@ PHONE_WIDTH = 390
 def check_phone_layout(context: BrowserContext, url: str) -> list[str]:
     """Load ``url`` in ``context`` (a phone-sized viewport) and say what does not fit: the page
     scrolls sideways, the header's buttons or a heading (its inline math) run past the
-    screen's edge."""
+    screen's edge, an output figure is drawn out of shape (its width capped, not its
+    height)."""
     page = context.new_page()
     page.set_default_timeout(PAGE_TIMEOUT_MS)
     try:
@@ -630,8 +631,15 @@ def check_phone_layout(context: BrowserContext, url: str) -> list[str]:
             .filter(h => [h, ...h.querySelectorAll('mjx-container, span.nobr, code')].some(
                 e => e.getBoundingClientRect().right > root.clientWidth + 1))
             .map(h => h.textContent.trim().slice(0, 40));
+          // an output figure drawn out of shape (its width capped, its height not)
+          const squashed = Array.from(document.querySelectorAll('div.cell_output img'))
+            .filter(i => i.naturalWidth && i.clientWidth && i.clientHeight)
+            .filter(i => Math.abs((i.clientWidth / i.clientHeight)
+                                  / (i.naturalWidth / i.naturalHeight) - 1) > 0.03)
+            .map(i => `${i.clientWidth}x${i.clientHeight} (drawn ${i.naturalWidth}x`
+                      + `${i.naturalHeight})`);
           return {scroll: root.scrollWidth, width: root.clientWidth,
-                  header: header.length ? Math.max(...header) : 0, headings};
+                  header: header.length ? Math.max(...header) : 0, headings, squashed};
         }""")
         if state["scroll"] > state["width"]:
             problems.append(f"the page is {state['scroll']} px wide on a {state['width']} px "
@@ -641,6 +649,8 @@ def check_phone_layout(context: BrowserContext, url: str) -> list[str]:
                             f"{state['width']} px screen")
         for heading in state["headings"]:
             problems.append(f"the heading {heading!r} runs past the screen's edge")
+        for figure in state["squashed"]:
+            problems.append(f"a figure is shown out of shape: {figure}")
         return problems
     finally:
         page.close()
