@@ -402,7 +402,15 @@ def test_precision_says_which_path_runs(monkeypatch):
     assert precision(cpu, "bf16")[0]
     assert not precision(cpu, "auto")[0]  # auto: CUDA GPUs only
     monkeypatch.setattr(device, "native_bf16", lambda device: "a CPU with AVX512_BF16")
-    assert precision(cpu, "native") == (True, "bf16 autocast (a CPU with AVX512_BF16)")
+    # native bf16 hardware is used only where bf16 measures faster (issue 28:
+    # a Xeon with AVX512_BF16 and no AMX ran bf16 at 0.69x float32)
+    monkeypatch.setattr(device, "bf16_matmul_speedup", lambda device: 1.3)
+    on, why = precision(cpu, "native")
+    assert on and why.startswith("bf16 autocast (a CPU with AVX512_BF16;") and "1.30x" in why
+    monkeypatch.setattr(device, "bf16_matmul_speedup", lambda device: 0.69)
+    on, why = precision(cpu, "native")
+    assert not on and why.startswith("float32 (a CPU with AVX512_BF16, but") and "0.69x" in why
+    assert precision(cpu, "bf16")[0]  # asked for: no measurement overrules it
     assert not precision(cpu, "auto")[0]
     monkeypatch.setattr(device, "native_bf16", lambda device: None)
     assert precision(cpu, "native") == (False, "float32 (no native bf16 on this cpu)")
@@ -414,6 +422,21 @@ def test_precision_says_which_path_runs(monkeypatch):
         assert native_bf16(cpu) is None
     trainer = loop.Trainer(tiny_model(), quick(max_steps=1, amp="off"))
     assert trainer.precision == "float32 (asked for)"
+
+
+def test_bf16_speedup_is_measured_once_per_device_type(monkeypatch):
+    from minitransformer.training import device
+
+    monkeypatch.setattr(device, "_speedups", {})
+    calls = []
+    real = torch.Tensor.__matmul__
+    monkeypatch.setattr(torch.Tensor, "__matmul__",
+                        lambda a, b: calls.append(a.shape) or real(a, b))
+    first = device.bf16_matmul_speedup(torch.device("cpu"), size=64)
+    assert math.isfinite(first) and first > 0
+    assert len(calls) == 12  # two warm-ups, then five of each precision
+    assert device.bf16_matmul_speedup(torch.device("cpu"), size=64) == first
+    assert len(calls) == 12  # remembered, not measured again
 
 
 def test_checkpoint_of_another_format_is_refused_in_one_line(tmp_path):

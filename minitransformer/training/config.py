@@ -39,8 +39,8 @@ class TrainConfig:
     eval_every: int | None = None  # validate every N steps; None = after each epoch
     seed: int | None = 0  # seeds torch/random at the start (dropout); None = leave as is
     device: str = "auto"  # "auto" (CUDA, then MPS, then CPU) or a torch device string
-    # "bf16", "off", "auto" (bf16 on CUDA GPUs that support it) or "native" (bf16
-    # wherever the hardware computes it natively: such GPUs, CPUs with AVX512_BF16 or AMX)
+    # "bf16", "off", "auto" (bf16 on CUDA GPUs that support it) or "native" (bf16 on
+    # such GPUs, and on CPUs with AVX512_BF16 or AMX where a bf16 product measures faster)
     amp: str = "auto"
     checkpoint_dir: str | None = None  # write last.pt (and best.pt) here at each evaluation
     resume: bool = False  # continue from checkpoint_dir/last.pt if it exists

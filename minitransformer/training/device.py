@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from contextlib import nullcontext
 
 import torch
@@ -9,7 +10,14 @@ import torch
 #: The values of :attr:`TrainConfig.amp` (see :func:`precision`).
 AMP_MODES = ("auto", "native", "bf16", "off")
 
-__all__ = ["AMP_MODES", "pick_device", "native_bf16", "precision", "autocast_for"]
+#: ``amp="native"`` on a CPU takes bf16 only where a bf16 matrix product
+#: measures at least this many times faster than the same one in float32.
+BF16_MIN_SPEEDUP = 1.1
+
+__all__ = ["AMP_MODES", "BF16_MIN_SPEEDUP", "pick_device", "native_bf16",
+           "bf16_matmul_speedup", "precision", "autocast_for"]
+
+_speedups: dict[str, float] = {}
 
 
 def pick_device(preference: str = "auto") -> torch.device:
@@ -52,19 +60,63 @@ def native_bf16(device: torch.device) -> str | None:
     return None
 
 
+def bf16_matmul_speedup(device: torch.device, size: int = 1024) -> float:
+    """How many times faster a ``(size, size/2) @ (size/2, size)`` float32
+    product runs under bf16 autocast than without it on ``device``: the
+    median of five timings of each, taken in turn after one warm-up each,
+    with the threads torch uses now. Measured once per device type and
+    process (about 0.1 s on a 2-core CPU), then remembered.
+
+    Hardware that supports bf16 is not always faster with it: an Intel Xeon
+    with AVX512_BF16 but no AMX ran a training step 0.69x as fast under
+    bf16 autocast (benchmarks/README.md), an AMD EPYC with the same flag
+    1.3x as fast, a Xeon with AMX several times as fast."""
+    device = torch.device(device)
+    if device.type in _speedups:
+        return _speedups[device.type]
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    a = torch.randn(size, size // 2, device=device)
+    b = torch.randn(size // 2, size, device=device)
+
+    def timed(cast: bool) -> float:
+        context = (torch.autocast(device_type=device.type, dtype=torch.bfloat16)
+                   if cast else nullcontext())
+        sync()
+        start = time.perf_counter()
+        with context:
+            a @ b
+        sync()
+        return time.perf_counter() - start
+
+    timed(False), timed(True)  # warm-up: first calls pay for setup
+    times = {False: [], True: []}
+    for _ in range(5):
+        for cast in (False, True):
+            times[cast].append(timed(cast))
+    fp32, bf16 = (sorted(times[cast])[2] for cast in (False, True))
+    _speedups[device.type] = fp32 / max(bf16, 1e-9)
+    return _speedups[device.type]
+
+
 def precision(device: torch.device, amp: str) -> tuple[bool, str]:
     """Whether training with ``amp`` on ``device`` runs under bf16 autocast,
     and why, in words: ``amp="bf16"`` always; ``"auto"`` on CUDA GPUs with
-    bf16; ``"native"`` wherever :func:`native_bf16` finds hardware for it;
-    ``"off"`` never."""
+    bf16; ``"native"`` on CUDA GPUs with bf16, and on a CPU where
+    :func:`native_bf16` finds hardware for it and a bf16 matrix product
+    measures at least :data:`BF16_MIN_SPEEDUP` times faster than float32
+    (:func:`bf16_matmul_speedup`); ``"off"`` never."""
     device = torch.device(device)
     native = native_bf16(device)
     if amp == "bf16":
         return True, "bf16 autocast (asked for)"
-    if amp == "auto" and device.type == "cuda" and native:
+    if amp in ("auto", "native") and device.type == "cuda" and native:
         return True, f"bf16 autocast ({native})"
     if amp == "native" and native:
-        return True, f"bf16 autocast ({native})"
+        speedup = bf16_matmul_speedup(device)
+        measured = f"a bf16 matrix product ran {speedup:.2f}x as fast as float32 here"
+        if speedup >= BF16_MIN_SPEEDUP:
+            return True, f"bf16 autocast ({native}; {measured})"
+        return False, f"float32 ({native}, but {measured})"
     if amp == "off":
         return False, "float32 (asked for)"
     if amp == "auto" and device.type != "cuda":

@@ -134,8 +134,8 @@ HELP: dict[str, str] = {
     "seed": "seed of the initial weights, dropout and batch order",
     "device": "'auto' (CUDA, MPS, CPU) or a torch device",
     "amp": "bf16 autocast: 'native' where the hardware computes bf16 (CUDA GPUs with bf16, "
-           "CPUs with AVX512_BF16 or AMX), 'auto' on such GPUs only, 'bf16' always, "
-           "'off' never",
+           "CPUs with AVX512_BF16 or AMX where a bf16 matrix product measures >= 1.1x "
+           "float32), 'auto' on such GPUs only, 'bf16' always, 'off' never",
     "resume": "continue the run in OUT from OUT/last.pt (same languages, data, vocabularies, "
               "model and optimisation options)",
     "log_every": "steps between progress-bar updates and history flushes",

@@ -160,8 +160,9 @@ CPU_TRAINING: Preset[TrainConfig] = Preset(TrainConfig, {
     "warmup_steps": 200,
     "label_smoothing": 0.1,
     "ema_decay": 0.98,
-    # bf16 autocast where the hardware computes bf16 (a CPU with AVX512_BF16 or
-    # AMX, a GPU); elsewhere float32 (measured: benchmarks/README.md)
+    # bf16 autocast where the hardware computes bf16 (a GPU; a CPU with AVX512_BF16
+    # or AMX where a bf16 product measures faster); elsewhere float32
+    # (measured: benchmarks/README.md)
     "amp": "native",
 })
 
