@@ -434,9 +434,22 @@ def test_bf16_speedup_is_measured_once_per_device_type(monkeypatch):
                         lambda a, b: calls.append(a.shape) or real(a, b))
     first = device.bf16_matmul_speedup(torch.device("cpu"), size=64)
     assert math.isfinite(first) and first > 0
-    assert len(calls) == 12  # two warm-ups, then five of each precision
+    assert len(calls) == 20  # three warm-ups, then seven of each precision
     assert device.bf16_matmul_speedup(torch.device("cpu"), size=64) == first
-    assert len(calls) == 12  # remembered, not measured again
+    assert len(calls) == 20  # remembered, not measured again
+
+
+def test_bf16_speedup_leaves_threads_and_random_state_alone(monkeypatch):
+    from minitransformer.training import device
+
+    monkeypatch.setattr(device, "_speedups", {})
+    threads = torch.get_num_threads()
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    device.bf16_matmul_speedup(torch.device("cpu"), size=64)
+    assert torch.equal(torch.rand(3), expected)
+    assert torch.get_num_threads() == threads
 
 
 def test_checkpoint_of_another_format_is_refused_in_one_line(tmp_path):
