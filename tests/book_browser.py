@@ -607,13 +607,105 @@ def check_page(
 
 #: The width of a phone's screen in CSS pixels.
 PHONE_WIDTH = 390
+#: ``ignore_default_args`` for a browser whose scrollbars show as the reader's would:
+#: Playwright starts Chromium with ``--hide-scrollbars``, which hides even a styled one. On a
+#: phone (``is_mobile``) an unstyled scrollbar is an overlay that takes no room.
+SHOW_SCROLLBARS = ["--hide-scrollbars"]
+
+#: What does not read whole on a narrow screen (book/_ext/static/reading.css):
+#: - a displayed equation wider than its box whose box does not scroll with a scrollbar that
+#:   shows (a phone's overlay scrollbar is hidden until touched: the reader would not know
+#:   the rest is there), or whose box runs past the text column;
+#: - a row of a printed table (a line with columns: text, a gap of two or more spaces, text;
+#:   an output with two such rows is a table)
+#:   that wraps onto a second line, or a table output wider than its box without a scrollbar
+#:   that shows;
+#: - a table of the text wider than the column (its theme container then scrolls it).
+_NARROW_READING_STATE = r"""
+() => {
+  const article = document.querySelector('article') || document.body;
+  // the text column: the article's content box
+  const frame = article.getBoundingClientRect(), pad = getComputedStyle(article);
+  const column = {left: frame.left + parseFloat(pad.paddingLeft),
+                  right: frame.right - parseFloat(pad.paddingRight)};
+  column.width = column.right - column.left;
+  const show = (text) => text.trim().replace(/\s+/g, ' ').slice(0, 60);
+  // A box that scrolls sideways with a scrollbar that takes room (not an overlay one).
+  const scrollsVisibly = (el) => {
+    const style = getComputedStyle(el);
+    const bar = el.offsetHeight - el.clientHeight - parseFloat(style.borderTopWidth)
+      - parseFloat(style.borderBottomWidth);
+    return ['auto', 'scroll'].includes(style.overflowX) && bar >= 3;
+  };
+  const wide = (el) => el.scrollWidth > el.clientWidth + 1;
+  const equations = [];
+  for (const m of article.querySelectorAll('mjx-container[display="true"]')) {
+    const box = m.getBoundingClientRect();
+    const name = (m.closest('.math') || m).getAttribute('id')
+      || show((m.querySelector('mjx-assistive-mml') || m).textContent);
+    if (box.right > column.right + 1 || box.left < column.left - 1)
+      equations.push(`${name}: its box runs past the column (${Math.round(box.left)} to `
+                     + `${Math.round(box.right)} px, column ${Math.round(column.left)} to `
+                     + `${Math.round(column.right)} px)`);
+    else if (wide(m) && !scrollsVisibly(m))
+      equations.push(`${name}: ${m.scrollWidth} px wide in a ${m.clientWidth} px box `
+                     + 'that shows no scrollbar');
+  }
+  const rows = [], outputs = [];
+  const row = /\S {2,}[^\s#]/;  // (a gap before a # is a comment in printed code)
+  for (const pre of article.querySelectorAll('div.cell_output pre, div.output pre')) {
+    const text = pre.textContent;
+    const lines = text.split('\n');
+    if (lines.filter(l => row.test(l)).length < 2) continue;  // not a table
+    if (wide(pre) && !scrollsVisibly(pre))
+      outputs.push(`${show(lines.find(l => row.test(l)))}: ${pre.scrollWidth} px wide in a `
+                   + `${pre.clientWidth} px box that shows no scrollbar`);
+    // the text nodes of the output, with where each starts in its text
+    const nodes = [];
+    const walker = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT);
+    for (let n = walker.nextNode(), at = 0; n; n = walker.nextNode()) {
+      nodes.push({n, at});
+      at += n.data.length;
+    }
+    const locate = (offset) => {
+      let k = nodes.length - 1;
+      while (k > 0 && nodes[k].at > offset) k--;
+      return [nodes[k].n, Math.min(offset - nodes[k].at, nodes[k].n.data.length)];
+    };
+    let start = 0;
+    for (const line of lines) {
+      const end = start + line.length;
+      if (row.test(line) && line.trim()) {
+        const first = line.search(/\S/), last = line.trimEnd().length;
+        const range = document.createRange();
+        range.setStart(...locate(start + first));
+        range.setEnd(...locate(start + last));
+        const rects = Array.from(range.getClientRects()).filter(r => r.width > 0);
+        const top = Math.min(...rects.map(r => r.top));
+        if (rects.some(r => r.top > top + r.height / 2)) rows.push(show(line));
+      }
+      start = end + 1;
+    }
+  }
+  const tables = Array.from(article.querySelectorAll('table'))
+    .filter(t => !t.closest('div.cell_output'))
+    .filter(t => t.getBoundingClientRect().width > column.width + 1
+                 || t.getBoundingClientRect().right > column.right + 1)
+    .map(t => `${show(t.rows[0] ? t.rows[0].textContent : '')}: `
+              + `${Math.round(t.getBoundingClientRect().width)} px in a `
+              + `${Math.round(column.width)} px column`);
+  return {equations, rows, outputs, tables};
+}
+"""
 
 
-def check_phone_layout(context: BrowserContext, url: str) -> list[str]:
+def check_phone_layout(context: BrowserContext, url: str, tables: bool = True) -> list[str]:
     """Load ``url`` in ``context`` (a phone-sized viewport) and say what does not fit: the page
     scrolls sideways, the header's buttons or a heading (its inline math) run past the
     screen's edge, an output figure is drawn out of shape (its width capped, not its
-    height)."""
+    height), a displayed equation or a table output is wider than its box and the box shows
+    no scrollbar, a row of a table output wraps, a table of the text is wider than the
+    column (``_NARROW_READING_STATE``; not checked when ``tables`` is False)."""
     page = context.new_page()
     page.set_default_timeout(PAGE_TIMEOUT_MS)
     try:
@@ -651,6 +743,15 @@ def check_phone_layout(context: BrowserContext, url: str) -> list[str]:
             problems.append(f"the heading {heading!r} runs past the screen's edge")
         for figure in state["squashed"]:
             problems.append(f"a figure is shown out of shape: {figure}")
+        narrow = page.evaluate(_NARROW_READING_STATE)
+        for text in narrow["equations"]:
+            problems.append(f"an equation does not show whole: {text}")
+        for text in narrow["outputs"]:
+            problems.append(f"a table output does not show whole: {text}")
+        for text in narrow["rows"]:
+            problems.append(f"a row of a table output wraps: {text!r}")
+        for text in narrow["tables"] if tables else []:
+            problems.append(f"a table is wider than the column: {text}")
         return problems
     finally:
         page.close()

@@ -3,10 +3,14 @@
 - ``reading.css`` (screen): a code or output line longer than the text
   column wraps (``white-space: pre-wrap``) instead of being cut or scrolled
   sideways (``tools/format_notebooks.py`` formats the code cells to the
-  column; what it cannot break, a long docstring line or a printed table,
-  wraps); a displayed equation wider than the column scrolls rather than
-  being cut; on a phone the article header's buttons fit the screen; the
-  sidebar title does not break inside a Chinese word.
+  column; what it cannot break, a long docstring line, wraps); below the
+  desktop layout (a phone) a printed table (``output-table``,
+  :class:`TableOutputs`) keeps its rows whole and scrolls sideways where the
+  column is narrower; a displayed equation wider than the column scrolls
+  rather than being cut (the long ones are written over lines); both show a
+  scrollbar when they scroll (a phone's overlay scrollbar would not); on a
+  phone the article header's buttons fit the screen; the sidebar title does
+  not break inside a Chinese word.
 - Search (``search-scorer.js``): the glossary's entries rank after the chapters'
   text (Sphinx ranks a glossary term, an index entry, above any page's text).
 - In the Chinese edition (``language: zh_CN``):
@@ -129,6 +133,31 @@ class ChinesePunctuationAfterMath(SphinxPostTransform):
             keep_punctuation_with_math(self.document)
 
 
+#: A row of a printed table: text, a gap of two or more spaces, more text (a gap before ``#``
+#: is an inline comment of printed code, not a column).
+_TABLE_ROW = re.compile(r"\S {2,}[^\s#]")
+
+
+def is_table_output(text: str) -> bool:
+    """Whether a printed output is a table: at least two of its lines have columns."""
+    return sum(bool(_TABLE_ROW.search(line)) for line in text.splitlines()) >= 2
+
+
+class TableOutputs(SphinxPostTransform):
+    """Mark each printed output that is a table (:func:`is_table_output`) with the class
+    ``output-table``: on a narrow screen ``reading.css`` keeps its rows whole (it scrolls
+    sideways, with a scrollbar that shows, where the column is narrower), while other
+    outputs wrap."""
+
+    default_priority = 900
+    formats = ("html",)
+
+    def run(self, **kwargs) -> None:
+        for block in self.document.findall(nodes.literal_block):
+            if "output" in block["classes"] and is_table_output(block.astext()):
+                block["classes"].append("output-table")
+
+
 class ChineseSolutionTitle(SphinxPostTransform):
     """"解答 练习 (Q1)" -> "练习 (Q1) 的解答": runs after sphinx-exercise's title transforms."""
 
@@ -164,4 +193,5 @@ def setup(app) -> dict:
     app.connect("doctree-read", readable_section_ids, priority=400)
     app.add_post_transform(ChineseSolutionTitle)
     app.add_post_transform(ChinesePunctuationAfterMath)
+    app.add_post_transform(TableOutputs)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
