@@ -425,3 +425,26 @@ def test_figures_are_numbered_per_chapter(book_build):
     assert captions == len(expected), f"{captions} numbered captions for {len(expected)} figures"
     assert links >= 2, "no {numref} link to a figure was found"
     assert not problems, "\n".join(problems)
+
+
+_VISIBLE_SEARCH_CONTROLS = """() => Array.from(document.querySelectorAll(
+    '.search-button, .search-button-field, form.bd-search'))
+  .filter(e => e.offsetParent !== null && !e.closest('dialog'))
+  .map(e => e.className + ' in ' + (e.parentElement.closest('[class]') || {}).className)"""
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@pytest.mark.parametrize("edition", ["", "zh/"])
+def test_one_search_field_at_each_width(edition, browser_context, phone_context, book_url):
+    """A page shows one search control: the sidebar's field at 1280 px (pydata-sphinx-theme
+    0.17 added a second one in a top bar, book/_ext/html_fixes.py), the header's button at
+    390 px."""
+    for context, width in ((browser_context, 1280), (phone_context, bb.PHONE_WIDTH)):
+        page = context.new_page()
+        try:
+            page.goto(book_url + edition + "notebooks/05_feed_forward.html", wait_until="load")
+            found = page.evaluate(_VISIBLE_SEARCH_CONTROLS)
+        finally:
+            page.close()
+        assert len(found) == 1, f"{edition or 'en/'} at {width} px: {found}"
