@@ -430,3 +430,76 @@ def test_chinese_sections_have_readable_anchors(book_build):
     assert not opaque, f"sections whose anchor is an opaque id: {opaque}"
     ch09 = (book_build.html / "zh/notebooks/09_interview_questions.html").read_text("utf-8")
     assert re.search(r'<section id="[^"]*[\u4e00-\u9fff][^"]*"', ch09)
+
+
+def _expected_figure_numbers(page: bb.TocPage) -> dict[str, str]:
+    """figure name -> "N.k": the chapter number of the file name (``10_...`` -> 10) and the
+    figure's place among the chapter's captioned figures, read from the notebook's cells
+    (the ``mystnb.figure`` metadata), independently of how Sphinx numbers them."""
+    chapter = int(Path(page.docname).name.split("_")[0])
+    nb = nbformat.read(page.source, as_version=4)
+    names = [cell.metadata["mystnb"]["figure"]["name"] for cell in nb.cells
+             if cell.cell_type == "code"
+             and (cell.metadata.get("mystnb", {}).get("figure") or {}).get("caption")]
+    return {name: f"{chapter}.{k}" for k, name in enumerate(names, start=1)}
+
+
+_CAPTION_NUMBER = re.compile(
+    r'<figure[^>]*\bid="(fig-[^"]+)".*?<span class="caption-number">([^<]*)</span>', re.S)
+_NUMREF = re.compile(r'<a class="reference internal" href="([^"]*)#(fig-[^"]+)">'
+                     r'<span class="std std-numref">([^<]*)</span></a>')
+
+
+@pytest.mark.slow
+def test_figures_are_numbered_per_chapter(book_build):
+    """Captions and {numref} links read "Fig. 10.3" (Chinese: "图 10.3") for chapter 10's third
+    figure, counting from 1 in each chapter, in both editions."""
+    expected = {}  # (edition, figure name) -> "N.k"
+    for page in PAGES:
+        if page.is_notebook and re.match(r"\d+_", Path(page.docname).name):
+            expected.update({(page.edition, name): number
+                             for name, number in _expected_figure_numbers(page).items()})
+    assert sum(number == "10.3" for number in expected.values()) == 2, (
+        "expected a third figure in chapter 10 of each edition")
+    label = {"": "Fig. {}", "zh/": "图 {}"}
+    problems, captions, links = [], 0, 0
+    for page in PAGES:
+        html = (book_build.html / page.html).read_text(encoding="utf-8")
+        for name, shown in _CAPTION_NUMBER.findall(html):
+            captions += 1
+            want = label[page.edition].format(expected.get((page.edition, name), "?"))
+            if shown.strip() != want:
+                problems.append(f"{page.html}: caption of {name} reads {shown.strip()!r}, "
+                                f"not {want!r}")
+        for _href, name, shown in _NUMREF.findall(html):
+            links += 1
+            want = label[page.edition].format(expected.get((page.edition, name), "?"))
+            if shown.strip() != want:
+                problems.append(f"{page.html}: the link to {name} reads {shown.strip()!r}, "
+                                f"not {want!r}")
+    assert captions == len(expected), f"{captions} numbered captions for {len(expected)} figures"
+    assert links >= 2, "no {numref} link to a figure was found"
+    assert not problems, "\n".join(problems)
+
+
+_VISIBLE_SEARCH_CONTROLS = """() => Array.from(document.querySelectorAll(
+    '.search-button, .search-button-field, form.bd-search'))
+  .filter(e => e.offsetParent !== null && !e.closest('dialog'))
+  .map(e => e.className + ' in ' + (e.parentElement.closest('[class]') || {}).className)"""
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@pytest.mark.parametrize("edition", ["", "zh/"])
+def test_one_search_field_at_each_width(edition, browser_context, phone_context, book_url):
+    """A page shows one search control: the sidebar's field at 1280 px (pydata-sphinx-theme
+    0.17 added a second one in a top bar, book/_ext/html_fixes.py), the header's button at
+    390 px."""
+    for context, width in ((browser_context, 1280), (phone_context, bb.PHONE_WIDTH)):
+        page = context.new_page()
+        try:
+            page.goto(book_url + edition + "notebooks/05_feed_forward.html", wait_until="load")
+            found = page.evaluate(_VISIBLE_SEARCH_CONTROLS)
+        finally:
+            page.close()
+        assert len(found) == 1, f"{edition or 'en/'} at {width} px: {found}"

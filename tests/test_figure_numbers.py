@@ -1,0 +1,34 @@
+"""book/_ext/figure_numbers.py: figures numbered per chapter (the built pages are checked by
+tests/test_browser.py::test_figures_are_numbered_per_chapter)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "book" / "_ext"))
+
+import figure_numbers  # noqa: E402
+
+
+def test_chapter_number_comes_from_the_file_name():
+    assert figure_numbers.chapter_number("notebooks/10_translation_end_to_end") == 10
+    assert figure_numbers.chapter_number("notebooks/00_overview") == 0
+    assert figure_numbers.chapter_number("book/intro") is None
+    assert figure_numbers.chapter_number("book/glossary") is None
+
+
+def test_book_wide_numbers_become_per_chapter_numbers():
+    # What Sphinx assigns without a numbered toctree: one run through the book.
+    book_wide = {
+        "notebooks/00_overview": {"figure": {"fig-b": (2,), "fig-a": (1,), "fig-c": (3,)}},
+        "notebooks/07_layernorm_residuals": {"figure": {"fig-x": (29,), "fig-w": (28,)},
+                                             "table": {"tab-1": (4,)}},
+        "book/intro": {"figure": {"fig-i": (54,)}},
+    }
+    assert figure_numbers.renumber(book_wide) == {
+        "notebooks/00_overview": {"figure": {"fig-a": (0, 1), "fig-b": (0, 2), "fig-c": (0, 3)}},
+        "notebooks/07_layernorm_residuals": {"figure": {"fig-w": (7, 1), "fig-x": (7, 2)},
+                                             "table": {"tab-1": (7, 1)}},
+        "book/intro": {"figure": {"fig-i": (1,)}},
+    }
