@@ -308,9 +308,9 @@ def phone_context(browser_context):
     browser.close()
 
 
-#: Chapters whose tables of the text are checked to fit a phone's column (the wide tables of
-#: chapters 2, 7 and 8 still scroll sideways in their box at 390 px).
-TABLES_FIT = {"notebooks/11_gpt_and_bert"}
+#: Chapters whose tables of the text are checked to fit a phone's column.
+TABLES_FIT = {"notebooks/02_dot_product_attention", "notebooks/07_layernorm_residuals",
+              "notebooks/08_transformer_vs_rnn_cnn", "notebooks/11_gpt_and_bert"}
 
 
 @pytest.mark.slow
