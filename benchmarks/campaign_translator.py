@@ -81,14 +81,15 @@ def run_config(name: str, options: list[str], seed: int, args, valid, *,
     a finished record of the same options, budget and averages is not run
     again (:func:`finished_record`); every finished run writes one."""
     out = run_folder(args, name, seed)
-    if resume and (done := finished_record(out, options, args.minutes, args.smoke,
-                                           averages, score_averages)) is not None:
-        print(f"\n== {name}, seed {seed}: finished before ({out / 'result.json'}), not re-run",
+    budget, kept = budget_of(args), getattr(args, "keep_runs", None)
+    if resume and (done := finished_record(out, options, budget, args.smoke, averages,
+                                           score_averages, kept)) is not None:
+        print(f"\n== {name}, seed {seed}: finished before ({done['_from']}), not re-run",
               flush=True)
+        del done["_from"]
         return done
     train = [sys.executable, "-m", "minitransformer", "train", "--out", str(out), "--overwrite",
-             "--minutes", f"{args.minutes:g}", "--seed", str(seed), "--no-bleu", "--quiet",
-             *options]
+             *budget_flags(budget), "--seed", str(seed), "--no-bleu", "--quiet", *options]
     launch = train if not averages else [
         sys.executable, str(Path(__file__).resolve()), "train-with-averages",
         "--decays", ",".join(f"{d:g}" for d in averages), *train[4:]]
@@ -118,8 +119,11 @@ def run_config(name: str, options: list[str], seed: int, args, valid, *,
             s = score_checkpoint(file, "val", 4, out / f"val_beam4_ema{label}.txt", args, valid)
             s.pop("signature")
             record["averages"][label] = s
-    record["minutes_budget"], record["smoke"] = args.minutes, args.smoke
+    record["budget"], record["smoke"] = budget, args.smoke
+    if "minutes" in budget:
+        record["minutes_budget"] = budget["minutes"]
     record["preset"] = preset_values()
+    record["cpu"], record["date"] = machine.cpu_model(), machine.run_stamp()["date"]
     bleu = record["val_beam4"]
     print(f"   {record['steps']} steps, validation cross-entropy {record['valid_loss']:.3f}; "
           f"val beam 4: BLEU {bleu['bleu']:.2f} cased, {bleu['bleu_lc']:.2f} "
@@ -127,9 +131,35 @@ def run_config(name: str, options: list[str], seed: int, args, valid, *,
     for label, s in record.get("averages", {}).items():
         print(f"   EMA {label:>5} at the last step: BLEU {s['bleu']:.2f} cased, "
               f"{s['bleu_lc']:.2f} lower-cased, chrF {s['chrf']:.2f}", flush=True)
-    (out / "result.json").write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n",
-                                     encoding="utf-8")
+    text = json.dumps(record, indent=1, ensure_ascii=False) + "\n"
+    (out / "result.json").write_text(text, encoding="utf-8")
+    if kept is not None and not args.smoke:  # committed: a later session resumes from it
+        kept.mkdir(parents=True, exist_ok=True)
+        (kept / f"{out.name}.json").write_text(text, encoding="utf-8")
     return record
+
+
+def budget_of(args) -> dict:
+    """A run's training budget: ``{"steps": N, "amp": "off"}`` (``--steps``:
+    N optimiser steps in float32, the same on every machine and under any
+    load) or ``{"minutes": M}`` (``--minutes`` of wall time)."""
+    steps = getattr(args, "steps", None)
+    return {"steps": steps, "amp": "off"} if steps else {"minutes": args.minutes}
+
+
+def budget_flags(budget: dict) -> list[str]:
+    """``train``'s flags for ``budget`` (a step budget lifts the time limit)."""
+    if "steps" in budget:
+        return ["--max-steps", str(budget["steps"]), "--minutes", "100000",
+                "--amp", budget["amp"]]
+    return ["--minutes", f"{budget['minutes']:g}"]
+
+
+def budget_text(budget: dict) -> str:
+    """``"1000 float32 steps"`` or ``"10 minutes"``."""
+    if "steps" in budget:
+        return f"{budget['steps']} {'float32 ' if budget['amp'] == 'off' else ''}steps"
+    return f"{budget['minutes']:g} minutes"
 
 
 def run_quietly(command: list[str]) -> str:
@@ -162,22 +192,30 @@ def score_checkpoint(checkpoint: Path, split: str, beam: int, hyp_file: Path, ar
             "chrf": round(scores.chrf.score, 2), "signature": scores.bleu.signature}
 
 
-def finished_record(out: Path, options: list[str], minutes: float, smoke: bool,
-                    averages: tuple[float, ...] = (), score_averages: bool = False
-                    ) -> dict | None:
-    """The record in ``out/result.json`` if that run finished with these
-    options, budget, smoke setting and averages (then it is not re-run);
+def finished_record(out: Path, options: list[str], budget: dict | float, smoke: bool,
+                    averages: tuple[float, ...] = (), score_averages: bool = False,
+                    kept: Path | None = None) -> dict | None:
+    """The record in ``out/result.json``, or else in ``kept/<out's name>.json``
+    (the committed copy, :data:`RECIPE_RUNS`), if that run finished with these
+    options, budget (:func:`budget_of`; a number is minutes), smoke setting and
+    averages (then it is not re-run; ``record["_from"]`` names the file);
     else None (no file, a damaged one, or other settings: the run is redone)."""
-    try:
-        record = json.loads((out / "result.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    same = (record.get("options") == list(options) and record.get("minutes_budget") == minutes
-            and record.get("smoke") == smoke
-            and record.get("averages_kept", []) == [float(d) for d in averages]
-            and (not score_averages or "averages" in record)
-            and record.get("preset") == preset_values())
-    return record if same else None
+    if not isinstance(budget, dict):
+        budget = {"minutes": budget}
+    for file in [out / "result.json"] + ([kept / f"{out.name}.json"] if kept else []):
+        try:
+            record = json.loads(file.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        same = (record.get("options") == list(options)
+                and record.get("budget", {"minutes": record.get("minutes_budget")}) == budget
+                and record.get("smoke") == smoke
+                and record.get("averages_kept", []) == [float(d) for d in averages]
+                and (not score_averages or "averages" in record)
+                and record.get("preset") == preset_values())
+        if same:
+            return {**record, "_from": str(file)}
+    return None
 
 
 def preset_values() -> dict:
@@ -379,6 +417,13 @@ EXTRA_DECAYS = (0.99, 0.995, 0.998)
 #: per extra average scored: from the choose campaign (618-623 s per 600 s run)
 RUN_OVERHEAD_MINUTES, DECODE_MINUTES = 0.4, 0.3
 RECIPE_SEEDS = (0, 1, 2)
+#: the finished recipe runs' records, committed (the run folders under runs/
+#: are not): a campaign with a step budget can be split over sessions and
+#: machines, each resuming from what the last committed
+RECIPE_RUNS = ROOT / "benchmarks" / "results" / "recipe_runs"
+#: float32 steps a minute on 2 cores, for the estimate when no run has
+#: finished yet (1,254 in ten minutes on the AMX Xeon, 960 on the AVX2 machine)
+FLOAT32_STEPS_PER_MINUTE = 110
 MODEL_FIELDS = ("dropout",)
 
 
@@ -555,13 +600,17 @@ def recipe_estimate(args, plan: list[tuple[dict, int]]) -> dict:
     """Runs still to make and the minutes they should take (budget plus
     :data:`RUN_OVERHEAD_MINUTES` each, :data:`DECODE_MINUTES` per average
     scored)."""
+    budget, kept = budget_of(args), getattr(args, "keep_runs", None)
     todo = [(c, s) for c, s in plan
-            if finished_record(run_folder(args, c["name"], s), c["options"], args.minutes,
-                               args.smoke, EXTRA_DECAYS, c["name"] == "preset") is None]
+            if finished_record(run_folder(args, c["name"], s), c["options"], budget,
+                               args.smoke, EXTRA_DECAYS, c["name"] == "preset", kept) is None]
     decodes = sum(len(EXTRA_DECAYS) + 2 for c, _ in todo if c["name"] == "preset")
-    minutes = len(todo) * (args.minutes + RUN_OVERHEAD_MINUTES) + decodes * DECODE_MINUTES
-    return {"runs": len(plan), "to_run": len(todo), "minutes_per_run": args.minutes,
-            "average_decodes": decodes, "estimated_minutes": round(minutes)}
+    per_run = (budget["minutes"] if "minutes" in budget
+               else budget["steps"] / FLOAT32_STEPS_PER_MINUTE)
+    minutes = len(todo) * (per_run + RUN_OVERHEAD_MINUTES) + decodes * DECODE_MINUTES
+    return {"runs": len(plan), "to_run": len(todo), "minutes_per_run": round(per_run, 1),
+            "budget": budget, "average_decodes": decodes,
+            "estimated_minutes": round(minutes)}
 
 
 def run_folder(args, name: str, seed: int) -> Path:
@@ -572,7 +621,7 @@ def cmd_recipe(args) -> None:
     candidates = recipe_candidates()
     plan = recipe_plan(args, candidates)
     estimate = recipe_estimate(args, plan)
-    print(f"recipe: {estimate['runs']} runs of {args.minutes:g} minutes "
+    print(f"recipe: {estimate['runs']} runs of {budget_text(budget_of(args))} "
           f"({estimate['runs'] - estimate['to_run']} finished before), "
           f"{estimate['average_decodes']} averages to score: about "
           f"{estimate['estimated_minutes']} minutes "
@@ -609,8 +658,9 @@ def cmd_recipe(args) -> None:
                 "training budgets (issue 25, item 3)",
         "script": "benchmarks/campaign_translator.py",
         **machine.run_stamp(started),
-        "minutes_per_run": args.minutes, "smoke": args.smoke, "seeds": list(args.seeds),
-        "rule": RECIPE_RULE, "extra_decays": list(EXTRA_DECAYS), "estimate": estimate,
+        "budget": budget_of(args), "minutes_per_run": args.minutes, "smoke": args.smoke,
+        "seeds": list(args.seeds), "rule": RECIPE_RULE, "extra_decays": list(EXTRA_DECAYS),
+        "estimate": estimate,
         "preset": {"model": {k: CPU_MODEL[k] for k in MODEL_FIELDS},
                    "training": {k: CPU_TRAINING[k] for k in
                                 ("lr", "schedule", "warmup_steps", "label_smoothing",
@@ -652,9 +702,9 @@ def cmd_recipe_apply(args) -> None:
                                 key, value)
     PRESETS.write_text(text)
     print(f"{PRESETS}: {record['chosen_settings'] or 'nothing changed'} (review and commit)")
-    keep = ("what", "script", "command", "date", "minutes_per_run", "seeds", "rule",
+    keep = ("what", "script", "command", "date", "budget", "minutes_per_run", "seeds", "rule",
             "summary", "decisions", "chosen_settings", "chosen_options", "preset")
-    copy = {k: record[k] for k in keep}
+    copy = {k: record[k] for k in keep if k in record}
     copy["machine_before"] = {k: record["machine_before"][k]
                               for k in ("cpu", "torch_threads", "matmul_1024_gflops",
                                         "load_average_1_5_15")
@@ -670,15 +720,17 @@ def cmd_recipe_test(args) -> None:
     """Train the chosen recipe (plain ``train``, three seeds), score
     validation beam 4 and test_2016_flickr greedy and beam 4, once."""
     choice = json.loads(args.result.read_text())
-    if args.minutes is None:
-        args.minutes = choice["minutes_per_run"]
+    if args.minutes is None and args.steps is None:  # the recipe's own budget
+        chosen_budget = choice.get("budget", {"minutes": choice["minutes_per_run"]})
+        args.steps, args.minutes = chosen_budget.get("steps"), chosen_budget.get("minutes")
+    per_run = args.minutes or args.steps / FLOAT32_STEPS_PER_MINUTE
     options = choice["chosen_options"]
     started = time.time()
     before = machine.print_machine("before")
     valid, test = load_multi30k("val"), load_multi30k("test_2016_flickr")
-    print(f"recipe-test: {len(args.seeds)} runs of {args.minutes:g} minutes with "
+    print(f"recipe-test: {len(args.seeds)} runs of {budget_text(budget_of(args))} with "
           f"{' '.join(options) or 'the preset'}; about "
-          f"{len(args.seeds) * (args.minutes + RUN_OVERHEAD_MINUTES + 2 * DECODE_MINUTES):.0f}"
+          f"{len(args.seeds) * (per_run + RUN_OVERHEAD_MINUTES + 2 * DECODE_MINUTES):.0f}"
           " minutes", flush=True)
     runs = []
     for seed in args.seeds:
@@ -706,7 +758,8 @@ def cmd_recipe_test(args) -> None:
         "what": "the recipe chosen on validation (recipe_choice.json), trained by plain train "
                 "with three seeds, scored once on test_2016_flickr (issue 25, item 3)",
         "script": "benchmarks/campaign_translator.py", **machine.run_stamp(started),
-        "minutes_per_run": args.minutes, "smoke": args.smoke, "choice": str(args.result),
+        "budget": budget_of(args), "minutes_per_run": args.minutes, "smoke": args.smoke,
+        "choice": str(args.result),
         "chosen_settings": choice["chosen_settings"], "options": options,
         "machine_before": before, "machine_after": machine.print_machine("after"),
         "runs": runs, "summary": summary,
@@ -765,6 +818,11 @@ def main() -> None:
         q.add_argument("--minutes", type=float, default=None,
                        help="training budget of each run (recipe: 10, 0.05 with --smoke; "
                             "recipe-test: the recipe's)")
+        q.add_argument("--steps", type=int, default=None,
+                       help="a budget of this many optimiser steps in float32 (--amp off) "
+                            "instead of minutes: the same runs on any machine and under any "
+                            "load, so a campaign can be split over sessions (the records "
+                            "are kept in benchmarks/results/recipe_runs/)")
         q.add_argument("--seeds", type=int, nargs="+", default=list(RECIPE_SEEDS))
         q.add_argument("--out-dir", type=Path, default=None,
                        help="default: runs/recipe (runs/recipe_smoke with --smoke)")
@@ -785,8 +843,15 @@ def main() -> None:
             args.result = args.out_dir / "recipe_choice.json" if smoke else RECIPE_RESULT
         if getattr(args, "test_result", False) is None:
             args.test_result = args.out_dir / "recipe_test.json" if smoke else RECIPE_TEST
-        if args.command == "recipe" and args.minutes is None:
+        if getattr(args, "steps", None) is not None:
+            if args.minutes is not None:
+                p.error("--steps and --minutes are two budgets: give one")
+            if args.steps < 1:
+                p.error(f"--steps must be a positive number of steps, got {args.steps}")
+        elif args.command == "recipe" and args.minutes is None:
             args.minutes = 0.05 if smoke else 10.0
+        if args.command != "recipe-apply":
+            args.keep_runs = None if smoke else RECIPE_RUNS
     if getattr(args, "out_dir", None) is not None:
         args.out_dir = args.out_dir.resolve()
     os.environ.setdefault("PYTHONUNBUFFERED", "1")

@@ -8,6 +8,12 @@
 #   STEPS="choose apply test timebleu speed quality decoding chapter"   a subset, in order
 #   STEPS="recipe recipe-apply recipe-test"   the recipe on validation (issue 25), ~4 h
 #   RECIPE_ARGS="--only preset 'lr x2'"       a shorter recipe step (campaign_translator.py recipe -h)
+#   RECIPE_STEPS=1000  the recipe's budget: float32 optimiser steps per run (default 1000,
+#                      about ten minutes of the AVX2 machine); RECIPE_STEPS=0 gives it MINUTES
+#                      instead. A step budget makes the runs the same on any machine and under
+#                      any load (slower, not different), so the recipe steps skip the load
+#                      check, and a campaign split over sessions resumes from the records
+#                      committed in benchmarks/results/recipe_runs/
 #
 # About 4 hours on a 2-core CPU, and 4.3 more for the recipe steps. Each
 # step prints the machine (CPU model, flags, 1024² matmul GFLOP/s, load)
@@ -40,8 +46,12 @@ STEPS=${STEPS:-"choose apply test recipe recipe-apply recipe-test timebleu speed
 OUT=benchmarks/results
 mkdir -p "$OUT" runs/campaign
 
+RECIPE_STEPS=${RECIPE_STEPS:-1000}
+if [ "$RECIPE_STEPS" != 0 ]; then RECIPE_BUDGET="--steps $RECIPE_STEPS"; fi
+timed=$(for s in $STEPS; do case $s in recipe*) if [ "$RECIPE_STEPS" = 0 ]; then echo "$s"; fi ;;
+        *) echo "$s" ;; esac; done)
 load=$(cut -d' ' -f1 /proc/loadavg)
-if [ "${FORCE:-0}" != 1 ] && awk "BEGIN{exit !($load > 2.5)}"; then
+if [ -n "$timed" ] && [ "${FORCE:-0}" != 1 ] && awk "BEGIN{exit !($load > 2.5)}"; then
   echo "load average $load > 2.5: the machine is busy; timings would not be results (FORCE=1 to run anyway)" >&2
   exit 1
 fi
@@ -71,8 +81,8 @@ for step in $STEPS; do
       done
     done 2>&1 | tee "$OUT/campaign_test.log" ;;
   recipe)
-    eval "run campaign_translator.py recipe --minutes $MINUTES --out-dir ../runs/recipe ${RECIPE_ARGS:-} --dry-run"
-    eval "run campaign_translator.py recipe --minutes $MINUTES --out-dir ../runs/recipe ${RECIPE_ARGS:-}" \
+    eval "run campaign_translator.py recipe ${RECIPE_BUDGET:---minutes $MINUTES} --out-dir ../runs/recipe ${RECIPE_ARGS:-} --dry-run"
+    eval "run campaign_translator.py recipe ${RECIPE_BUDGET:---minutes $MINUTES} --out-dir ../runs/recipe ${RECIPE_ARGS:-}" \
       | tee "$OUT/recipe.log" ;;
   recipe-apply)
     run campaign_translator.py recipe-apply

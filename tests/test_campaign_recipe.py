@@ -153,7 +153,8 @@ def test_a_finished_run_is_not_run_again(campaign, tmp_path, monkeypatch):
                               resume=True)
     assert got == record
     finished = campaign.finished_record
-    assert finished(folder, ["--lr", "0.002"], 10.0, False, (0.99, 0.995)) == record
+    assert finished(folder, ["--lr", "0.002"], 10.0, False, (0.99, 0.995)) == {
+        **record, "_from": str(folder / "result.json")}
     assert finished(folder, ["--lr", "0.002"], 5.0, False, (0.99, 0.995)) is None  # budget
     assert finished(folder, ["--lr", "0.001"], 10.0, False, (0.99, 0.995)) is None  # options
     assert finished(folder, ["--lr", "0.002"], 10.0, True, (0.99, 0.995)) is None  # smoke
@@ -295,3 +296,51 @@ def test_averages_kept_beside_a_run_leave_its_training_unchanged(campaign, tmp_p
     assert cli.main(["train", "--out", str(plain), *flags]) == 0
     same = load_checkpoint(plain / "last.pt")["model_state"]
     assert all(torch.equal(same[k], v) for k, v in trained.items())
+
+
+def test_a_step_budget_trains_in_float32_without_a_time_limit(campaign):
+    args = argparse.Namespace(steps=1000, minutes=None)
+    budget = campaign.budget_of(args)
+    assert budget == {"steps": 1000, "amp": "off"}
+    assert campaign.budget_text(budget) == "1000 float32 steps"
+    flags = parse_args(["train", "--out", "x", *campaign.budget_flags(budget)])
+    cfg = train_config_from_flags(flags)  # the real train parser and config
+    assert cfg.max_steps == 1000 and cfg.amp == "off"
+    assert cfg.max_minutes >= 1000 * 60  # no run of 1000 steps meets it first
+    minutes = campaign.budget_of(argparse.Namespace(steps=None, minutes=10.0))
+    assert minutes == {"minutes": 10.0}
+    flags = parse_args(["train", "--out", "x", *campaign.budget_flags(minutes)])
+    assert train_config_from_flags(flags).max_minutes == 10.0
+
+
+def test_a_committed_record_resumes_a_run_whose_folder_is_gone(campaign, tmp_path):
+    out, kept = tmp_path / "runs" / "preset_seed0", tmp_path / "kept"
+    kept.mkdir()
+    record = {"name": "preset", "seed": 0, "options": [], "budget": {"steps": 1000, "amp": "off"},
+              "smoke": False, "averages_kept": [0.99], "val_beam4": {"bleu": 30.0},
+              "averages": {"0": {"bleu": 29.0}}, "preset": campaign.preset_values()}
+    (kept / "preset_seed0.json").write_text(json.dumps(record))
+    steps = {"steps": 1000, "amp": "off"}
+    got = campaign.finished_record(out, [], steps, False, (0.99,), True, kept)
+    assert got == {**record, "_from": str(kept / "preset_seed0.json")}
+    assert campaign.finished_record(out, [], steps, False, (0.99,), True) is None  # not looked
+    assert campaign.finished_record(out, [], {"steps": 500, "amp": "off"}, False, (0.99,),
+                                    True, kept) is None  # another budget
+    assert campaign.finished_record(out, [], 10.0, False, (0.99,), True, kept) is None
+    # a record of the time budget (no "budget" field, as choose's are) still matches minutes
+    old = {**record, "minutes_budget": 10.0}
+    del old["budget"]
+    (kept / "preset_seed0.json").write_text(json.dumps(old))
+    assert campaign.finished_record(out, [], 10.0, False, (0.99,), True, kept) is not None
+    assert campaign.finished_record(out, [], steps, False, (0.99,), True, kept) is None
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["recipe", "--steps", "100", "--minutes", "5"], "two budgets"),
+    (["recipe", "--steps", "0"], "positive number of steps"),
+])
+def test_the_recipe_refuses_two_budgets_or_no_steps(campaign, monkeypatch, capsys, argv, said):
+    monkeypatch.setattr(campaign.sys, "argv", ["campaign_translator.py", *argv])
+    with pytest.raises(SystemExit):
+        campaign.main()
+    assert said in capsys.readouterr().err
