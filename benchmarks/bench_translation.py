@@ -202,6 +202,9 @@ def main() -> None:
     p.add_argument("--max-tokens", type=int, default=CPU_DATA["max_tokens"])
     p.add_argument("--threads", type=int, default=torch.get_num_threads())
     p.add_argument("--profile", action="store_true", help="profile 5 steps of each variant")
+    p.add_argument("--count-flops", action="store_true",
+                   help="instead of timing: count each variant's matrix-product FLOPs per "
+                   "token of a training step (a timed run counts them after its rounds)")
     p.add_argument("--quality-steps", type=int, default=None, metavar="N",
                    help="instead: train ours for N steps in float32 and in the preset's "
                    "precision (same start, same batches) and compare validation losses")
@@ -260,6 +263,13 @@ def main() -> None:
         record["profile"] = {v: profile_steps(run, v, batches[:5]) for v in trainers}
         _write(args.out, record, machine.print_machine("after"))
         return
+    if args.count_flops:
+        flops = {v: matmul_flops_per_token(t, batches[: args.steps]) for v, t in trainers.items()}
+        for v, f in flops.items():
+            print(f"{v:10s} {f / 1e6:8.2f} MFLOP of matrix products per token of a training step")
+        record["matmul_flops_per_token"] = {v: round(f) for v, f in flops.items()}
+        _write(args.out, record, machine.print_machine("after"))
+        return
     rates: dict[str, list[float]] = {v: [] for v in trainers}
     names = list(trainers)
     for r in range(args.rounds):
@@ -284,7 +294,17 @@ def main() -> None:
                          "min": round(min(per_round), 3), "max": round(max(per_round), 3)}
         print(f"ratio {first} / {other}: median of rounds {ratios[other]['median']:.3f} "
               f"(range {ratios[other]['min']:.3f}-{ratios[other]['max']:.3f})")
+    flops = {v: matmul_flops_per_token(t, batches[: args.steps]) for v, t in trainers.items()}
+    after = machine.print_machine("after")
+    peak = statistics.mean([m["matmul_1024_gflops"]["wall"] for m in (before, after)])
+    share = {v: medians[v] * flops[v] / 1e9 / peak for v in names}
+    for v in names:
+        print(f"{v:10s} {medians[v] * flops[v] / 1e9:6.1f} GFLOP/s of matrix products, "
+              f"{share[v]:.0%} of the 1024² float32 matmul's {peak:.0f} (before and after)")
     record.update({
+        "matmul_flops_per_token": {v: round(f) for v, f in flops.items()},
+        "matmul_peak_gflops": round(peak, 1),
+        "fraction_of_matmul_peak": {v: round(x, 3) for v, x in share.items()},
         "threads": args.threads, "rounds": args.rounds, "rounds_done": args.rounds,
         "steps_per_round": args.steps,
         "precision": {v: t.precision for v, t in trainers.items()},
@@ -292,7 +312,22 @@ def main() -> None:
         "median_tokens_per_second": {v: round(x, 1) for v, x in medians.items()},
         "ratios_to_first": ratios,
     })
-    _write(args.out, record, machine.print_machine("after"))
+    _write(args.out, record, after)
+
+
+def matmul_flops_per_token(trainer: Trainer, chunk: list) -> float:
+    """Matrix-product FLOPs of ``trainer``'s training steps over ``chunk``
+    (forward and backward: what :class:`torch.utils.flop_counter.FlopCounterMode`
+    counts, mm, bmm, addmm and attention), per source + target (non-pad)
+    token, the unit of the tokens/s above. The steps train the model on."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    trainer.model.train()
+    tokens = 0
+    with FlopCounterMode(display=False) as counter:
+        for batch in chunk:
+            tokens += trainer.step(batch).tokens
+    return counter.get_total_flops() / tokens
 
 
 def profile_steps(run, variant: str, chunk: list, rows: int = 18) -> dict:
