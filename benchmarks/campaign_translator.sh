@@ -61,7 +61,11 @@ gflops=$(cd benchmarks && ../$PY -c "import machine; print(machine.matmul_gflops
 if [ -z "${MINUTES:-}" ]; then
   MINUTES=$(awk "BEGIN{g=$gflops; m=(g >= 180) ? 10 : 10 * 200 / g; printf \"%.1f\", m}")
 fi
-echo "matmul: $gflops GFLOP/s; training budget per run: $MINUTES minutes" | tee "$OUT/campaign_budget.txt"
+if [ -n "$timed" ]; then  # the timed steps' budget (the recipe's is RECIPE_STEPS)
+  echo "matmul: $gflops GFLOP/s; training budget per run: $MINUTES minutes" | tee "$OUT/campaign_budget.txt"
+else
+  echo "matmul: $gflops GFLOP/s; the recipe's budget: $RECIPE_STEPS float32 steps per run"
+fi
 
 run() { echo; echo "=== $*"; (cd benchmarks && "../$PY" "$@"); }
 
