@@ -386,14 +386,17 @@ _ENGLISH_UI_STATE = r"""
     if (el.closest('a.edition-switch, pre, code, .cell_output, mjx-container')) continue;
     const inArticle = el.closest('article');
     // In the article only the theme's own parts; a citation's title is its reference.
-    if (inArticle && !el.matches('.headerlink, .toggle-button, .toggle-button *, button'))
+    if (inArticle && !el.matches('.headerlink, .toggle-button, .toggle-button *, button, '
+                                 + 'details.hide > summary'))
       continue;
     for (const name of attrs) {
       const value = el.getAttribute(name);
       if (english(value)) out.push(`${name}="${value}"`);
     }
   }
-  const hints = Array.from(document.querySelectorAll('.toggle-button__hint, .summary-text'));
+  // the toggle hints, also those of hidden code cells (myst-nb's "Show code cell content")
+  const hints = Array.from(document.querySelectorAll(
+    '.toggle-button__hint, .summary-text, details.hide > summary > *'));
   for (const hint of hints)
     if (english(hint.textContent)) out.push(`hint "${hint.textContent.trim()}"`);
   for (const title of document.querySelectorAll('.solution > .admonition-title')) {
