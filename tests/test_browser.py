@@ -271,6 +271,7 @@ BROKEN_CHINESE_PAGE = """<!DOCTYPE html><html lang="zh-CN"><head><meta charset="
 <body><button title="Toggle primary sidebar">=</button>
 <p class="logo__title" style="width: 2.5em">中文版</p><article style="width: 300px">
 <p>一个公式<span class="math" style="display: inline-block; width: 100%">x</span>。后面的文字</p>
+<p>路径<a href="#"><code style="display: inline-block; width: 100%">a/b.json</code></a>，后面</p>
 <div class="solution admonition"><p class="admonition-title">解答 练习 (Q1)</p></div>
 <details class="hide above-input"><summary aria-label="Toggle hidden content">
 <p class="collapsed">Show code cell content</p><p class="expanded">Hide code cell content</p>
@@ -282,15 +283,17 @@ BROKEN_CHINESE_PAGE = """<!DOCTYPE html><html lang="zh-CN"><head><meta charset="
 @pytest.mark.slow
 @pytest.mark.browser
 def test_checks_report_a_broken_chinese_page(browser_context, tmp_path):
-    """A full stop pushed to the next line after math, English tooltips, the toggle of a
-    hidden code cell and a solution title in English word order are reported (the real pages' script, without its translations)."""
+    """A full stop pushed to the next line after math, a comma after a code span (in a
+    link), English tooltips, the toggle of a hidden code cell and a solution title in English
+    word order are reported (the real pages' script, without its translations)."""
     (tmp_path / "broken.html").write_text(BROKEN_CHINESE_PAGE, encoding="utf-8")
     (tmp_path / "reading-zh.js").write_text(
         'document.documentElement.dataset.uiTranslated = "zh";', encoding="utf-8")
     with bb.serve(tmp_path) as url:
         report = bb.check_page(browser_context, url + "broken.html")
     text = "\n".join(report.problems)
-    for expected in ["punctuation starts a line after math: 'x。",
+    for expected in ["punctuation starts a line after math or code: 'x。",
+                     "punctuation starts a line after math or code: 'a/b.json，",
                      'English on a Chinese page: title="Toggle primary sidebar"',
                      'solution title "解答 练习 (Q1)"',
                      'English on a Chinese page: aria-label="Toggle hidden content"',
