@@ -706,7 +706,22 @@ _NARROW_READING_STATE = r"""
     .map(t => `${show(t.rows[0] ? t.rows[0].textContent : '')}: `
               + `${Math.round(t.getBoundingClientRect().width)} px in a `
               + `${Math.round(column.width)} px column`);
-  return {equations, rows, outputs, tables};
+  // The figures reading.py names as wide (class wide-figure): shown at the size they were
+  // drawn for (their labels legible), in a box that scrolls with a scrollbar that shows.
+  const figures = [];
+  for (const img of article.querySelectorAll('figure.wide-figure img')) {
+    const name = img.closest('figure').id || img.getAttribute('src');
+    const meant = parseFloat(img.getAttribute('width')) || parseFloat(img.style.width)
+      || img.naturalWidth;
+    const shown = img.getBoundingClientRect().width;
+    if (shown < meant - 1)
+      figures.push(`${name}: shown ${Math.round(shown)} px wide, drawn for ${meant} px`);
+    const box = img.parentElement.closest('figure > *');
+    if (box && wide(box) && !scrollsVisibly(box))
+      figures.push(`${name}: ${box.scrollWidth} px wide in a ${box.clientWidth} px box `
+                   + 'that shows no scrollbar');
+  }
+  return {equations, rows, outputs, tables, figures};
 }
 """
 
@@ -715,7 +730,9 @@ def check_phone_layout(context: BrowserContext, url: str, tables: bool = True) -
     """Load ``url`` in ``context`` (a phone-sized viewport) and say what does not fit: the page
     scrolls sideways, the header's buttons or a heading (its inline math) run past the
     screen's edge, an output figure is drawn out of shape (its width capped, not its
-    height), Chinese punctuation starts a line after math or a code span, a displayed
+    height), a figure marked wide (``reading.WIDE_FIGURES``) is shrunk below the size it
+    was drawn for or its box shows no scrollbar, Chinese punctuation starts a line after math
+    or a code span, a displayed
     equation or a table output is wider than its box and the box shows no scrollbar, a row
     of a table output wraps, a table of the text is wider than the column
     (``_NARROW_READING_STATE``; not checked when ``tables`` is False)."""
@@ -766,6 +783,8 @@ def check_phone_layout(context: BrowserContext, url: str, tables: bool = True) -
             problems.append(f"a table output does not show whole: {text}")
         for text in narrow["rows"]:
             problems.append(f"a row of a table output wraps: {text!r}")
+        for text in narrow["figures"]:
+            problems.append(f"a wide figure does not keep its size: {text}")
         for text in narrow["tables"] if tables else []:
             problems.append(f"a table is wider than the column: {text}")
         return problems

@@ -385,6 +385,37 @@ def test_phone_check_sees_what_does_not_show_whole(phone_context, tmp_path):
     assert "a table is wider than the column" in text, text
 
 
+WIDE_FIGURE_PAGE = """<!DOCTYPE html><html><head><meta name="viewport" content="width=device-width">
+<style>img {{ max-width: 100%; }}</style>{css}</head><body><article>
+<div class="cell_output"><figure class="align-default wide-figure" id="fig-wide">
+<a class="reference internal image-reference" href="figure.png"><img alt="a figure"
+src="figure.png" style="width: 760px; height: 380px;"></a>
+<figcaption><p>Fig. 1 a wide figure</p></figcaption></figure></div></article></body></html>
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_phone_check_sees_a_wide_figure_shrunk(phone_context, tmp_path):
+    """A figure marked wide (reading.WIDE_FIGURES) that the theme shrinks to the column is
+    reported; with the book's CSS it keeps its size in a box that scrolls with a scrollbar
+    that shows, and the page does not scroll sideways."""
+    (tmp_path / "figure.png").write_bytes(bb._png_bytes())
+    (tmp_path / "reading.css").write_text(
+        (bb.ROOT / "book" / "_ext" / "static" / "reading.css").read_text(encoding="utf-8"),
+        encoding="utf-8")
+    (tmp_path / "plain.html").write_text(WIDE_FIGURE_PAGE.format(css=""), encoding="utf-8")
+    (tmp_path / "styled.html").write_text(
+        WIDE_FIGURE_PAGE.format(css='<link rel="stylesheet" href="reading.css">'),
+        encoding="utf-8")
+    with bb.serve(tmp_path) as url:
+        plain = bb.check_phone_layout(phone_context, url + "plain.html")
+        styled = bb.check_phone_layout(phone_context, url + "styled.html")
+    assert any("a wide figure does not keep its size: fig-wide: shown" in p
+               for p in plain), plain
+    assert not styled, styled
+
+
 @pytest.mark.slow
 @pytest.mark.browser
 def test_language_switch_keeps_the_section_and_the_query(browser_context, book_url):
