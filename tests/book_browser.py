@@ -331,23 +331,32 @@ _OVERFLOW_STATE = r"""
 }
 """
 
-#: Chinese punctuation that starts a line right after inline math (it must stay with it).
+#: Chinese punctuation that starts a line right after inline math or an inline code span (it
+#: must stay with it; a code span too long for what is left of the line would otherwise
+#: leave its comma to start the next one).
 _PUNCTUATION_STATE = r"""
 () => {
   const forbidden = /^[，。、；：！？）》」』”’]/;
   const out = [];
-  for (const math of document.querySelectorAll('article span.math')) {
-    const next = math.nextSibling;
+  const spans = document.querySelectorAll('article span.math, article code');
+  for (const span of spans) {
+    if (span.closest('pre')) continue;
+    // the text after the span, also after the link or emphasis that ends with it
+    let host = span;
+    while (!host.nextSibling && host.parentElement
+           && host.parentElement.matches('a, em, strong, span:not(.math)'))
+      host = host.parentElement;
+    const next = host.nextSibling;
     if (!next || next.nodeType !== Node.TEXT_NODE || !forbidden.test(next.data)) continue;
     const range = document.createRange();
     range.setStart(next, 0);
     range.setEnd(next, 1);
     const mark = range.getClientRects()[0];
-    const rects = math.getClientRects();
+    const rects = span.getClientRects();
     const last = rects[rects.length - 1];
     if (!mark || !last) continue;
     if (mark.top >= last.bottom - 1)
-      out.push((math.textContent.trim().slice(0, 30) + next.data.slice(0, 10))
+      out.push((span.textContent.trim().slice(0, 45) + next.data.slice(0, 10))
                .replace(/\s+/g, ' '));
   }
   return out;
@@ -386,14 +395,17 @@ _ENGLISH_UI_STATE = r"""
     if (el.closest('a.edition-switch, pre, code, .cell_output, mjx-container')) continue;
     const inArticle = el.closest('article');
     // In the article only the theme's own parts; a citation's title is its reference.
-    if (inArticle && !el.matches('.headerlink, .toggle-button, .toggle-button *, button'))
+    if (inArticle && !el.matches('.headerlink, .toggle-button, .toggle-button *, button, '
+                                 + 'details.hide > summary'))
       continue;
     for (const name of attrs) {
       const value = el.getAttribute(name);
       if (english(value)) out.push(`${name}="${value}"`);
     }
   }
-  const hints = Array.from(document.querySelectorAll('.toggle-button__hint, .summary-text'));
+  // the toggle hints, also those of hidden code cells (myst-nb's "Show code cell content")
+  const hints = Array.from(document.querySelectorAll(
+    '.toggle-button__hint, .summary-text, details.hide > summary > *'));
   for (const hint of hints)
     if (english(hint.textContent)) out.push(`hint "${hint.textContent.trim()}"`);
   for (const title of document.querySelectorAll('.solution > .admonition-title')) {
@@ -595,7 +607,7 @@ def check_page(
                 report.problems.append("the Chinese page loads no reading-zh.js "
                                        "(book/_ext/reading.py)")
             for text in page.evaluate(_PUNCTUATION_STATE):
-                report.problems.append(f"punctuation starts a line after math: {text!r}")
+                report.problems.append(f"punctuation starts a line after math or code: {text!r}")
             for text in page.evaluate(_TITLE_STATE):
                 report.problems.append(f"the sidebar title breaks inside {text!r}")
             for text in page.evaluate(_ENGLISH_UI_STATE):
@@ -694,7 +706,22 @@ _NARROW_READING_STATE = r"""
     .map(t => `${show(t.rows[0] ? t.rows[0].textContent : '')}: `
               + `${Math.round(t.getBoundingClientRect().width)} px in a `
               + `${Math.round(column.width)} px column`);
-  return {equations, rows, outputs, tables};
+  // The figures reading.py names as wide (class wide-figure): shown at the size they were
+  // drawn for (their labels legible), in a box that scrolls with a scrollbar that shows.
+  const figures = [];
+  for (const img of article.querySelectorAll('figure.wide-figure img')) {
+    const name = img.closest('figure').id || img.getAttribute('src');
+    const meant = parseFloat(img.getAttribute('width')) || parseFloat(img.style.width)
+      || img.naturalWidth;
+    const shown = img.getBoundingClientRect().width;
+    if (shown < meant - 1)
+      figures.push(`${name}: shown ${Math.round(shown)} px wide, drawn for ${meant} px`);
+    const box = img.parentElement.closest('figure > *');
+    if (box && wide(box) && !scrollsVisibly(box))
+      figures.push(`${name}: ${box.scrollWidth} px wide in a ${box.clientWidth} px box `
+                   + 'that shows no scrollbar');
+  }
+  return {equations, rows, outputs, tables, figures};
 }
 """
 
@@ -703,9 +730,12 @@ def check_phone_layout(context: BrowserContext, url: str, tables: bool = True) -
     """Load ``url`` in ``context`` (a phone-sized viewport) and say what does not fit: the page
     scrolls sideways, the header's buttons or a heading (its inline math) run past the
     screen's edge, an output figure is drawn out of shape (its width capped, not its
-    height), a displayed equation or a table output is wider than its box and the box shows
-    no scrollbar, a row of a table output wraps, a table of the text is wider than the
-    column (``_NARROW_READING_STATE``; not checked when ``tables`` is False)."""
+    height), a figure marked wide (``reading.WIDE_FIGURES``) is shrunk below the size it
+    was drawn for or its box shows no scrollbar, Chinese punctuation starts a line after math
+    or a code span, a displayed
+    equation or a table output is wider than its box and the box shows no scrollbar, a row
+    of a table output wraps, a table of the text is wider than the column
+    (``_NARROW_READING_STATE``; not checked when ``tables`` is False)."""
     page = context.new_page()
     page.set_default_timeout(PAGE_TIMEOUT_MS)
     try:
@@ -743,6 +773,9 @@ def check_phone_layout(context: BrowserContext, url: str, tables: bool = True) -
             problems.append(f"the heading {heading!r} runs past the screen's edge")
         for figure in state["squashed"]:
             problems.append(f"a figure is shown out of shape: {figure}")
+        if page.evaluate("() => document.documentElement.lang").lower().startswith("zh"):
+            for text in page.evaluate(_PUNCTUATION_STATE):
+                problems.append(f"punctuation starts a line after math or code: {text!r}")
         narrow = page.evaluate(_NARROW_READING_STATE)
         for text in narrow["equations"]:
             problems.append(f"an equation does not show whole: {text}")
@@ -750,6 +783,8 @@ def check_phone_layout(context: BrowserContext, url: str, tables: bool = True) -
             problems.append(f"a table output does not show whole: {text}")
         for text in narrow["rows"]:
             problems.append(f"a row of a table output wraps: {text!r}")
+        for text in narrow["figures"]:
+            problems.append(f"a wide figure does not keep its size: {text}")
         for text in narrow["tables"] if tables else []:
             problems.append(f"a table is wider than the column: {text}")
         return problems

@@ -271,7 +271,11 @@ BROKEN_CHINESE_PAGE = """<!DOCTYPE html><html lang="zh-CN"><head><meta charset="
 <body><button title="Toggle primary sidebar">=</button>
 <p class="logo__title" style="width: 2.5em">中文版</p><article style="width: 300px">
 <p>一个公式<span class="math" style="display: inline-block; width: 100%">x</span>。后面的文字</p>
+<p>路径<a href="#"><code style="display: inline-block; width: 100%">a/b.json</code></a>，后面</p>
 <div class="solution admonition"><p class="admonition-title">解答 练习 (Q1)</p></div>
+<details class="hide above-input"><summary aria-label="Toggle hidden content">
+<p class="collapsed">Show code cell content</p><p class="expanded">Hide code cell content</p>
+</summary><pre>x = 1</pre></details>
 </article></body></html>
 """
 
@@ -279,17 +283,21 @@ BROKEN_CHINESE_PAGE = """<!DOCTYPE html><html lang="zh-CN"><head><meta charset="
 @pytest.mark.slow
 @pytest.mark.browser
 def test_checks_report_a_broken_chinese_page(browser_context, tmp_path):
-    """A full stop pushed to the next line after math, English tooltips and a solution title
-    in English word order are reported (the real pages' script, without its translations)."""
+    """A full stop pushed to the next line after math, a comma after a code span (in a
+    link), English tooltips, the toggle of a hidden code cell and a solution title in English
+    word order are reported (the real pages' script, without its translations)."""
     (tmp_path / "broken.html").write_text(BROKEN_CHINESE_PAGE, encoding="utf-8")
     (tmp_path / "reading-zh.js").write_text(
         'document.documentElement.dataset.uiTranslated = "zh";', encoding="utf-8")
     with bb.serve(tmp_path) as url:
         report = bb.check_page(browser_context, url + "broken.html")
     text = "\n".join(report.problems)
-    for expected in ["punctuation starts a line after math: 'x。",
+    for expected in ["punctuation starts a line after math or code: 'x。",
+                     "punctuation starts a line after math or code: 'a/b.json，",
                      'English on a Chinese page: title="Toggle primary sidebar"',
                      'solution title "解答 练习 (Q1)"',
+                     'English on a Chinese page: aria-label="Toggle hidden content"',
+                     'English on a Chinese page: hint "Show code cell content"',
                      "the sidebar title breaks inside '中文版'"]:
         assert expected in text, f"{expected!r} not reported; got:\n{text}"
 
@@ -375,6 +383,37 @@ def test_phone_check_sees_what_does_not_show_whole(phone_context, tmp_path):
     assert text.count("a row of a table output wraps") == 2, text
     assert "a table output does not show whole" not in text, text
     assert "a table is wider than the column" in text, text
+
+
+WIDE_FIGURE_PAGE = """<!DOCTYPE html><html><head><meta name="viewport" content="width=device-width">
+<style>img {{ max-width: 100%; }}</style>{css}</head><body><article>
+<div class="cell_output"><figure class="align-default wide-figure" id="fig-wide">
+<a class="reference internal image-reference" href="figure.png"><img alt="a figure"
+src="figure.png" style="width: 760px; height: 380px;"></a>
+<figcaption><p>Fig. 1 a wide figure</p></figcaption></figure></div></article></body></html>
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_phone_check_sees_a_wide_figure_shrunk(phone_context, tmp_path):
+    """A figure marked wide (reading.WIDE_FIGURES) that the theme shrinks to the column is
+    reported; with the book's CSS it keeps its size in a box that scrolls with a scrollbar
+    that shows, and the page does not scroll sideways."""
+    (tmp_path / "figure.png").write_bytes(bb._png_bytes())
+    (tmp_path / "reading.css").write_text(
+        (bb.ROOT / "book" / "_ext" / "static" / "reading.css").read_text(encoding="utf-8"),
+        encoding="utf-8")
+    (tmp_path / "plain.html").write_text(WIDE_FIGURE_PAGE.format(css=""), encoding="utf-8")
+    (tmp_path / "styled.html").write_text(
+        WIDE_FIGURE_PAGE.format(css='<link rel="stylesheet" href="reading.css">'),
+        encoding="utf-8")
+    with bb.serve(tmp_path) as url:
+        plain = bb.check_phone_layout(phone_context, url + "plain.html")
+        styled = bb.check_phone_layout(phone_context, url + "styled.html")
+    assert any("a wide figure does not keep its size: fig-wide: shown" in p
+               for p in plain), plain
+    assert not styled, styled
 
 
 @pytest.mark.slow

@@ -32,3 +32,32 @@ def test_book_wide_numbers_become_per_chapter_numbers():
                                              "table": {"tab-1": (7, 1)}},
         "book/intro": {"figure": {"fig-i": (1,)}},
     }
+
+
+def test_wide_figures_name_figures_of_the_book_and_are_marked():
+    """reading.WIDE_FIGURES, the one list of the figures that keep their size on a phone
+    (book/_ext/static/reading.css; test_browser.py::test_page_fits_a_phone measures them),
+    names figures of the notebooks, and the transform marks those and only those."""
+    import nbformat
+    import reading
+    from docutils import nodes
+
+    root = Path(__file__).resolve().parents[1]
+    names = {
+        (cell.metadata.get("mystnb", {}).get("figure") or {}).get("name")
+        for path in sorted((root / "notebooks").glob("*.ipynb"))
+        for cell in nbformat.read(path, as_version=4).cells if cell.cell_type == "code"
+    }
+    assert reading.WIDE_FIGURES, "no figure is marked wide"
+    assert set(reading.WIDE_FIGURES) <= names, set(reading.WIDE_FIGURES) - names
+    assert "fig-cross-attention-heads" in reading.WIDE_FIGURES  # Fig. 10.7, 8-point labels
+
+    doc = nodes.container()
+    for name in (reading.WIDE_FIGURES[0], "fig-other"):
+        figure = nodes.figure(ids=[name])
+        figure += nodes.image(uri="x.png")
+        doc += figure
+    assert reading.mark_wide_figures(doc) == [reading.WIDE_FIGURES[0]]
+    classes = [figure["classes"] for figure in doc.findall(nodes.figure)]
+    assert classes == [["wide-figure"], []]
+    assert reading.mark_wide_figures(doc) == []  # marked once

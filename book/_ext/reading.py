@@ -10,7 +10,9 @@
   rather than being cut (the long ones are written over lines); both show a
   scrollbar when they scroll (a phone's overlay scrollbar would not); on a
   phone the article header's buttons fit the screen; the sidebar title does
-  not break inside a Chinese word.
+  not break inside a Chinese word; below the desktop layout the figures named in
+  :data:`WIDE_FIGURES` keep the size they were drawn for and scroll sideways in their box
+  (:class:`WideFigures` marks them ``wide-figure``).
 - Search (``search-scorer.js``): the glossary's entries rank after the chapters'
   text (Sphinx ranks a glossary term, an index entry, above any page's text).
 - In the Chinese edition (``language: zh_CN``):
@@ -158,6 +160,39 @@ class TableOutputs(SphinxPostTransform):
                 block["classes"].append("output-table")
 
 
+#: Figures too detailed to shrink to a phone's column (their labels would be 4-5 px tall at
+#: 390 px), by figure name (the ``mystnb.figure.name`` of their cell): below the desktop
+#: layout ``reading.css`` shows them at the size they were drawn for, in a box that scrolls
+#: sideways with a scrollbar that shows (the page itself does not); tapping one opens its
+#: image whole, as for every figure. The one place that says which figures these are.
+WIDE_FIGURES = (
+    "fig-cross-attention-heads",  # chapter 10: eight heads' heatmaps, labels at 8 points
+    "fig-gqa-cache-time",  # chapter 12: two panels side by side
+)
+
+
+def mark_wide_figures(doctree: nodes.Node, names=WIDE_FIGURES) -> list[str]:
+    """Give each figure named in ``names`` the class ``wide-figure``; return the names
+    marked."""
+    marked = []
+    for figure in doctree.findall(nodes.figure):
+        name = next((i for i in figure["ids"] if i in names), None)
+        if name is not None and "wide-figure" not in figure["classes"]:
+            figure["classes"].append("wide-figure")
+            marked.append(name)
+    return marked
+
+
+class WideFigures(SphinxPostTransform):
+    """:func:`mark_wide_figures` on every page (both editions: the names are the same)."""
+
+    default_priority = 900
+    formats = ("html",)
+
+    def run(self, **kwargs) -> None:
+        mark_wide_figures(self.document)
+
+
 class ChineseSolutionTitle(SphinxPostTransform):
     """"解答 练习 (Q1)" -> "练习 (Q1) 的解答": runs after sphinx-exercise's title transforms."""
 
@@ -194,4 +229,5 @@ def setup(app) -> dict:
     app.add_post_transform(ChineseSolutionTitle)
     app.add_post_transform(ChinesePunctuationAfterMath)
     app.add_post_transform(TableOutputs)
+    app.add_post_transform(WideFigures)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -31,6 +31,13 @@
     "Copied!": "已复制！",
     "Click to show": "点击显示",
     "Click to hide": "点击隐藏",
+    // myst-nb's toggles of hidden code cells (tags hide-cell, hide-input, hide-output)
+    "Show code cell content": "显示代码单元",
+    "Hide code cell content": "隐藏代码单元",
+    "Show code cell source": "显示代码",
+    "Hide code cell source": "隐藏代码",
+    "Show code cell output": "显示代码输出",
+    "Hide code cell output": "隐藏代码输出",
   };
   const ATTRIBUTES = ["title", "aria-label", "placeholder", "data-bs-title",
                       "data-bs-original-title", "data-tooltip"];
