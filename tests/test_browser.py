@@ -310,7 +310,8 @@ def phone_context(browser_context):
 
 #: Chapters whose tables of the text are checked to fit a phone's column.
 TABLES_FIT = {"notebooks/02_dot_product_attention", "notebooks/07_layernorm_residuals",
-              "notebooks/08_transformer_vs_rnn_cnn", "notebooks/11_gpt_and_bert"}
+              "notebooks/08_transformer_vs_rnn_cnn", "notebooks/10_translation_end_to_end",
+              "notebooks/11_gpt_and_bert"}
 
 
 @pytest.mark.slow
