@@ -716,7 +716,8 @@ _NARROW_READING_STATE = r"""
     if (el.closest('pre, mjx-container[display="true"]')) continue;
     const box = el.getBoundingClientRect();
     if (!box.width) continue;  // not shown
-    const block = blockOf(el), frame = block.getBoundingClientRect(), style = getComputedStyle(block);
+    const block = blockOf(el), frame = block.getBoundingClientRect();
+    const style = getComputedStyle(block);
     const right = Math.min(column.right, frame.right - parseFloat(style.borderRightWidth)
                                          - parseFloat(style.paddingRight));
     if (box.right > right + 1 && !scrollsAround(el)) {

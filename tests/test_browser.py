@@ -361,7 +361,8 @@ first         1            xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx
 a formula wider than the box</span></mjx-container></span>, an inline formula too wide, and
 <code id="unbroken" style="white-space: nowrap">a_name_of_inline_code_that_has_no_place_to_break_at
 </code>, and one the book's CSS lets break:
-<code class="docutils literal notranslate" id="breaking"><span class="pre">another_name_of_inline_code_that_has_no_place_to_break_at_all</span></code>
+<code class="docutils literal notranslate" id="breaking"><span class="pre">
+another_name_of_inline_code_that_has_no_place_to_break_at_all</span></code>
 and <mjx-container class="MathJax" id="fitting"><span style="display: inline-block; width:
 200px">a formula that fits</span></mjx-container>.</p></div></article></body></html>
 """
