@@ -721,7 +721,41 @@ _NARROW_READING_STATE = r"""
       figures.push(`${name}: ${box.scrollWidth} px wide in a ${box.clientWidth} px box `
                    + 'that shows no scrollbar');
   }
-  return {equations, rows, outputs, tables, figures};
+  // Inline math and inline code: MathJax sets an inline formula as one box that cannot break,
+  // and a long name in code has nowhere to break; one wider than the line that holds it runs
+  // past the edge of its block (a paragraph, a list item, an exercise's or an answer's box),
+  // where the box cuts it or it runs into the margin, unless a box around it scrolls with a
+  // scrollbar that shows.
+  const blockOf = (el) => {
+    let b = el.parentElement;
+    while (b && b !== article && ['inline', 'contents'].includes(getComputedStyle(b).display))
+      b = b.parentElement;
+    return b || article;
+  };
+  const scrollsAround = (el) => {
+    for (let e = el.parentElement; e && e !== article.parentElement; e = e.parentElement)
+      if (wide(e) && scrollsVisibly(e)) return true;
+    return false;
+  };
+  const inline = [];
+  for (const el of article.querySelectorAll(
+      'mjx-container:not([display="true"]), code:not(pre code)')) {
+    if (el.closest('pre, mjx-container[display="true"]')) continue;
+    const box = el.getBoundingClientRect();
+    if (!box.width) continue;  // not shown
+    const block = blockOf(el), frame = block.getBoundingClientRect();
+    const style = getComputedStyle(block);
+    const right = Math.min(column.right, frame.right - parseFloat(style.borderRightWidth)
+                                         - parseFloat(style.paddingRight));
+    if (box.right > right + 1 && !scrollsAround(el)) {
+      const text = show((el.querySelector('mjx-assistive-mml') || el).textContent);
+      inline.push(`${el.tagName === 'CODE' ? 'inline code' : 'an inline formula'} runs past `
+                  + `its box: ${el.id ? el.id + ' ' : ''}${JSON.stringify(text)}, `
+                  + `${Math.round(box.width)} px wide, to ${Math.round(box.right)} px, its `
+                  + `${block.tagName.toLowerCase()}'s text ending at ${Math.round(right)} px`);
+    }
+  }
+  return {equations, rows, outputs, tables, figures, inline};
 }
 """
 
@@ -732,9 +766,10 @@ def check_phone_layout(context: BrowserContext, url: str, tables: bool = True) -
     screen's edge, an output figure is drawn out of shape (its width capped, not its
     height), a figure marked wide (``reading.WIDE_FIGURES``) is shrunk below the size it
     was drawn for or its box shows no scrollbar, Chinese punctuation starts a line after math
-    or a code span, a displayed
-    equation or a table output is wider than its box and the box shows no scrollbar, a row
-    of a table output wraps, a table of the text is wider than the column
+    or a code span, a displayed equation or a table output is wider than its box and the box
+    shows no scrollbar, inline math or inline code runs past the edge of its block (a
+    paragraph, an exercise's or an answer's box) with no scrollbar around it that shows, a
+    row of a table output wraps, a table of the text is wider than the column
     (``_NARROW_READING_STATE``; not checked when ``tables`` is False)."""
     page = context.new_page()
     page.set_default_timeout(PAGE_TIMEOUT_MS)
@@ -785,6 +820,7 @@ def check_phone_layout(context: BrowserContext, url: str, tables: bool = True) -
             problems.append(f"a row of a table output wraps: {text!r}")
         for text in narrow["figures"]:
             problems.append(f"a wide figure does not keep its size: {text}")
+        problems.extend(narrow["inline"])
         for text in narrow["tables"] if tables else []:
             problems.append(f"a table is wider than the column: {text}")
         return problems

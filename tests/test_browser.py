@@ -318,7 +318,8 @@ def phone_context(browser_context):
 
 #: Chapters whose tables of the text are checked to fit a phone's column.
 TABLES_FIT = {"notebooks/02_dot_product_attention", "notebooks/07_layernorm_residuals",
-              "notebooks/08_transformer_vs_rnn_cnn", "notebooks/11_gpt_and_bert"}
+              "notebooks/08_transformer_vs_rnn_cnn", "notebooks/10_translation_end_to_end",
+              "notebooks/11_gpt_and_bert"}
 
 
 @pytest.mark.slow
@@ -326,8 +327,9 @@ TABLES_FIT = {"notebooks/02_dot_product_attention", "notebooks/07_layernorm_resi
 @pytest.mark.parametrize("page", PAGES, ids=[p.html.removesuffix(".html") for p in PAGES])
 def test_page_fits_a_phone(page, phone_context, book_url):
     """At 390 px the page does not scroll sideways, the header's buttons are on screen, every
-    displayed equation shows whole (it fits, or its box scrolls with a scrollbar that shows)
-    and no row of a printed table wraps."""
+    displayed equation shows whole (it fits, or its box scrolls with a scrollbar that shows),
+    no inline formula or inline code runs past the edge of its paragraph or box (an exercise,
+    a folded answer) and no row of a printed table wraps."""
     problems = bb.check_phone_layout(phone_context, book_url + page.html,
                                      tables=page.docname in TABLES_FIT)
     assert not problems, f"{page.html} at {bb.PHONE_WIDTH} px:\n  " + "\n  ".join(problems)
@@ -345,7 +347,8 @@ def test_phone_check_sees_a_page_too_wide(phone_context, tmp_path):
 
 
 NARROW_PAGE = """<!DOCTYPE html><html><head><meta name="viewport" content="width=device-width">
-<link rel="stylesheet" href="reading.css"></head><body><article>
+<link rel="stylesheet" href="reading.css"><style>span.pre { white-space: nowrap }</style>
+</head><body><article>
 <mjx-container display="true" style="display: block" id="plain">
 <span style="display: inline-block; width: 600px">a formula too wide</span></mjx-container>
 <mjx-container display="true" style="display: block" id="styled">
@@ -359,7 +362,17 @@ name          value        a long third column of the printed table
 first         1            xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx
 </pre></div></div>
 <table><tr><td style="min-width: 500px">a table of the text wider than the column</td>
-</tr></table></article></body></html>
+</tr></table>
+<div class="admonition" style="overflow: hidden; padding: 0 1.5em"><p>In
+<span class="math" style="display: inline-flex; max-width: 100%; overflow: hidden">
+<mjx-container class="MathJax" id="cut"><span style="display: inline-block; width: 500px">
+a formula wider than the box</span></mjx-container></span>, an inline formula too wide, and
+<code id="unbroken" style="white-space: nowrap">a_name_of_inline_code_that_has_no_place_to_break_at
+</code>, and one the book's CSS lets break:
+<code class="docutils literal notranslate" id="breaking"><span class="pre">
+another_name_of_inline_code_that_has_no_place_to_break_at_all</span></code>
+and <mjx-container class="MathJax" id="fitting"><span style="display: inline-block; width:
+200px">a formula that fits</span></mjx-container>.</p></div></article></body></html>
 """
 
 
@@ -367,8 +380,9 @@ first         1            xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx
 @pytest.mark.browser
 def test_phone_check_sees_what_does_not_show_whole(phone_context, tmp_path):
     """An equation wider than its box with no scrollbar that shows, a wrapped row of a printed
-    table and a table wider than the column are reported; the book's CSS (a styled scrollbar,
-    rows kept whole) is not."""
+    table, a table wider than the column, and inline math or code that runs past the edge of
+    an exercise's box are reported; what the book's CSS handles (a styled scrollbar, rows
+    kept whole, inline code that breaks) is not."""
     (tmp_path / "narrow.html").write_text(NARROW_PAGE, encoding="utf-8")
     css = (bb.ROOT / "book" / "_ext" / "static" / "reading.css").read_text(encoding="utf-8")
     # the second equation stands for one the book's CSS handles; the first has no such rule
@@ -383,6 +397,9 @@ def test_phone_check_sees_what_does_not_show_whole(phone_context, tmp_path):
     assert text.count("a row of a table output wraps") == 2, text
     assert "a table output does not show whole" not in text, text
     assert "a table is wider than the column" in text, text
+    assert "an inline formula runs past its box: cut" in text, text
+    assert "inline code runs past its box: unbroken" in text, text
+    assert "box: fitting" not in text and "box: breaking" not in text, text
 
 
 WIDE_FIGURE_PAGE = """<!DOCTYPE html><html><head><meta name="viewport" content="width=device-width">
