@@ -124,6 +124,7 @@ def run_config(name: str, options: list[str], seed: int, args, valid, *,
         record["minutes_budget"] = budget["minutes"]
     record["preset"] = preset_values()
     record["cpu"], record["date"] = machine.cpu_model(), machine.run_stamp()["date"]
+    record["commit"] = source_commit()
     bleu = record["val_beam4"]
     print(f"   {record['steps']} steps, validation cross-entropy {record['valid_loss']:.3f}; "
           f"val beam 4: BLEU {bleu['bleu']:.2f} cased, {bleu['bleu_lc']:.2f} "
@@ -137,6 +138,20 @@ def run_config(name: str, options: list[str], seed: int, args, valid, *,
         kept.mkdir(parents=True, exist_ok=True)
         (kept / f"{out.name}.json").write_text(text, encoding="utf-8")
     return record
+
+
+def source_commit() -> str | None:
+    """The checkout's commit (``+`` if the package has uncommitted changes), or
+    None outside git: records made in several sessions say which code made them."""
+    git = ["git", "-C", str(ROOT)]
+    try:
+        head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, check=True).stdout.strip()
+        dirty = subprocess.run([*git, "status", "--porcelain", "minitransformer"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return head + ("+" if dirty else "")
 
 
 def budget_of(args) -> dict:
