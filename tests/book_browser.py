@@ -335,29 +335,50 @@ _OVERFLOW_STATE = r"""
 #: must stay with it; a code span too long for what is left of the line would otherwise
 #: leave its comma to start the next one).
 _PUNCTUATION_STATE = r"""
-() => {
-  const forbidden = /^[，。、；：！？）》」』”’]/;
+(zh) => {
+  // Chinese pages: after math or a code span; English pages: after math (code wraps there).
+  const forbidden = zh ? /^[，。、；：！？）》」』”’]/ : /^[,.;:!?)\]’”]/;
+  const opening = /[（《「『“‘〔【(]$/;
   const out = [];
-  const spans = document.querySelectorAll('article span.math, article code');
+  const spans = document.querySelectorAll(zh ? 'article span.math, article code'
+                                             : 'article span.math');
+  const rectOf = (node, start, end) => {
+    const range = document.createRange();
+    range.setStart(node, start);
+    range.setEnd(node, end);
+    return range.getClientRects()[0];
+  };
   for (const span of spans) {
     if (span.closest('pre')) continue;
+    const rects = span.getClientRects();
+    const first = rects[0], last = rects[rects.length - 1];
+    if (!first) continue;
     // the text after the span, also after the link or emphasis that ends with it
     let host = span;
     while (!host.nextSibling && host.parentElement
            && host.parentElement.matches('a, em, strong, span:not(.math)'))
       host = host.parentElement;
     const next = host.nextSibling;
-    if (!next || next.nodeType !== Node.TEXT_NODE || !forbidden.test(next.data)) continue;
-    const range = document.createRange();
-    range.setStart(next, 0);
-    range.setEnd(next, 1);
-    const mark = range.getClientRects()[0];
-    const rects = span.getClientRects();
-    const last = rects[rects.length - 1];
-    if (!mark || !last) continue;
-    if (mark.top >= last.bottom - 1)
-      out.push((span.textContent.trim().slice(0, 45) + next.data.slice(0, 10))
-               .replace(/\s+/g, ' '));
+    if (next && next.nodeType === Node.TEXT_NODE && forbidden.test(next.data)) {
+      const mark = rectOf(next, 0, 1);
+      if (mark && mark.top >= last.bottom - 1)
+        out.push((span.textContent.trim().slice(0, 45) + next.data.slice(0, 10))
+                 .replace(/\s+/g, ' '));
+    }
+    // an opening bracket or quote right before math that ends the line above it
+    if (!span.matches('span.math')) continue;
+    let lead = span;
+    while (!lead.previousSibling && lead.parentElement
+           && lead.parentElement.matches('a, em, strong, span:not(.math)'))
+      lead = lead.parentElement;
+    const prev = lead.previousSibling;
+    if (prev && prev.nodeType === Node.TEXT_NODE && opening.test(prev.data)) {
+      const mark = rectOf(prev, prev.data.length - 1, prev.data.length);
+      if (mark && first.top >= mark.bottom - 1)
+        out.push('opening mark ends a line before math: '
+                 + (prev.data.slice(-10) + span.textContent.trim().slice(0, 40))
+                   .replace(/\s+/g, ' '));
+    }
   }
   return out;
 }
@@ -600,14 +621,15 @@ def check_page(
         for item in page.evaluate(_OVERFLOW_STATE):
             report.problems.append(f"{item['kind']} scrolls sideways by {item['over']} px: "
                                    f"{item['text']!r}")
-        if page.evaluate("() => document.documentElement.lang").lower().startswith("zh"):
+        zh = page.evaluate("() => document.documentElement.lang").lower().startswith("zh")
+        for text in page.evaluate(_PUNCTUATION_STATE, zh):
+            report.problems.append(f"punctuation starts a line after math or code: {text!r}")
+        if zh:
             if page.locator('script[src*="reading-zh"]').count():
                 page.wait_for_function("() => document.documentElement.dataset.uiTranslated")
             else:
                 report.problems.append("the Chinese page loads no reading-zh.js "
                                        "(book/_ext/reading.py)")
-            for text in page.evaluate(_PUNCTUATION_STATE):
-                report.problems.append(f"punctuation starts a line after math or code: {text!r}")
             for text in page.evaluate(_TITLE_STATE):
                 report.problems.append(f"the sidebar title breaks inside {text!r}")
             for text in page.evaluate(_ENGLISH_UI_STATE):
@@ -808,9 +830,9 @@ def check_phone_layout(context: BrowserContext, url: str, tables: bool = True) -
             problems.append(f"the heading {heading!r} runs past the screen's edge")
         for figure in state["squashed"]:
             problems.append(f"a figure is shown out of shape: {figure}")
-        if page.evaluate("() => document.documentElement.lang").lower().startswith("zh"):
-            for text in page.evaluate(_PUNCTUATION_STATE):
-                problems.append(f"punctuation starts a line after math or code: {text!r}")
+        zh = page.evaluate("() => document.documentElement.lang").lower().startswith("zh")
+        for text in page.evaluate(_PUNCTUATION_STATE, zh):
+            problems.append(f"punctuation starts a line after math or code: {text!r}")
         narrow = page.evaluate(_NARROW_READING_STATE)
         for text in narrow["equations"]:
             problems.append(f"an equation does not show whole: {text}")

@@ -61,3 +61,31 @@ def test_wide_figures_name_figures_of_the_book_and_are_marked():
     classes = [figure["classes"] for figure in doc.findall(nodes.figure)]
     assert classes == [["wide-figure"], []]
     assert reading.mark_wide_figures(doc) == []  # marked once
+
+
+def test_punctuation_and_opening_marks_stay_with_their_math():
+    """reading.keep_punctuation_with_math: the punctuation right after an inline formula and
+    the opening mark right before it go into one span.nobr with it; nothing else moves."""
+    import reading
+    from docutils import nodes
+
+    def paragraph(*children):
+        p = nodes.paragraph()
+        for child in children:
+            p += child
+        return p
+
+    zh = paragraph(nodes.Text("权重（"), nodes.math(text="e^{-x}"), nodes.Text("）下溢，"),
+                   nodes.math(text="d"), nodes.Text("。"))
+    en = paragraph(nodes.Text("a, b (see "), nodes.math(text="x"), nodes.Text(", and "),
+                   nodes.math(text="y"), nodes.Text(" here, ("))
+    plain = paragraph(nodes.Text("no "), nodes.math(text="z"), nodes.Text(" punctuation"))
+    doc = nodes.container()
+    doc += [zh, en, plain]
+    assert reading.keep_punctuation_with_math(doc) == 3
+    held = [h.astext() for h in doc.findall(nodes.inline) if "nobr" in h["classes"]]
+    assert held == ["（e^{-x}）", "d。", "x,"]
+    # the text around is kept whole and in order
+    assert zh.astext() == "权重（e^{-x}）下溢，d。"
+    assert en.astext() == "a, b (see x, and y here, ("
+    assert plain.astext() == "no z punctuation" and not list(plain.findall(nodes.inline))

@@ -15,11 +15,13 @@
   (:class:`WideFigures` marks them ``wide-figure``).
 - Search (``search-scorer.js``): the glossary's entries rank after the chapters'
   text (Sphinx ranks a glossary term, an index entry, above any page's text).
+- An inline equation and the punctuation right after it (``$x$。``,
+  ``$x$,``) and the opening bracket or quote right before it (``（$x$``) are
+  held together (``span.nobr``), so a line never starts with a full stop,
+  comma or 、 after math, nor ends with an opening mark before it (both
+  editions).
 - In the Chinese edition (``language: zh_CN``):
 
-  * an inline equation and the Chinese punctuation right after it
-    (``$x$。``) are held together (``span.nobr``), so a line never starts
-    with a full stop, comma or 、;
   * sphinx-togglebutton's hints ("Click to show" / "Click to hide") are set in
     Chinese, and ``reading-zh.js`` puts the theme's tooltips and labels that
     Sphinx leaves in English ("Link to this heading", "Toggle primary
@@ -43,7 +45,10 @@ STATIC = Path(__file__).parent / "static"
 NO_LINE_START = "，。、；：！？）》」』”’〕】…,.;:!?)"
 #: sphinx-togglebutton's hints in Chinese.
 TOGGLE_HINTS = {"togglebutton_hint": "点击显示", "togglebutton_hint_hide": "点击隐藏"}
+#: Opening marks that must not end a line (the same rules): one right before math stays with it.
+NO_LINE_END = "（《「『“‘〔【("
 _LEADING = re.compile(f"^[{re.escape(NO_LINE_START)}]+")
+_TRAILING = re.compile(f"[{re.escape(NO_LINE_END)}]+$")
 
 
 def is_chinese(config) -> bool:
@@ -95,44 +100,51 @@ def _configure(app, config) -> None:
 
 
 def keep_punctuation_with_math(doctree: nodes.Node) -> int:
-    """Wrap each inline ``math`` node and the line-start-forbidden punctuation that follows it
-    in ``inline(classes=["nobr"])``; return how many were wrapped."""
+    """Wrap each inline ``math`` node, the line-start-forbidden punctuation right after it
+    (:data:`NO_LINE_START`: ``$x$。``, ``$x$,``) and the line-end-forbidden opening mark right
+    before it (:data:`NO_LINE_END`: ``（$x$``) in ``inline(classes=["nobr"])``, so that a line
+    neither starts with the one nor ends with the other; return how many were wrapped."""
     wrapped = 0
     for math in list(doctree.findall(nodes.math)):
         parent = math.parent
         if parent is None:
             continue
         index = parent.index(math)
-        if index + 1 >= len(parent.children):
+        after = parent.children[index + 1] if index + 1 < len(parent.children) else None
+        before = parent.children[index - 1] if index > 0 else None
+        closing = _LEADING.match(str(after)) if isinstance(after, nodes.Text) else None
+        opening = _TRAILING.search(str(before)) if isinstance(before, nodes.Text) else None
+        if not closing and not opening:
             continue
-        after = parent.children[index + 1]
-        if not isinstance(after, nodes.Text):
-            continue
-        found = _LEADING.match(str(after))
-        if not found:
-            continue
-        punctuation, rest = found.group(0), str(after)[found.end():]
+        # by position: Text nodes compare as strings, so list.index could find another one
+        first, last = index - (1 if opening else 0), index + (1 if closing else 0)
+        for _ in range(first, last + 1):
+            parent.pop(first)
         holder = nodes.inline(classes=["nobr"])
-        parent.remove(math)
+        if opening:
+            holder += nodes.Text(opening.group(0))
         holder += math
-        holder += nodes.Text(punctuation)
-        parent.insert(index, holder)
-        parent.remove(after)
-        if rest:
-            parent.insert(index + 1, nodes.Text(rest))
+        if closing:
+            holder += nodes.Text(closing.group(0))
+        pieces = [nodes.Text(str(before)[: opening.start()])] if opening else []
+        pieces.append(holder)
+        if closing:
+            pieces.append(nodes.Text(str(after)[closing.end():]))
+        for offset, piece in enumerate(p for p in pieces if not isinstance(p, nodes.Text) or p):
+            parent.insert(first + offset, piece)
         wrapped += 1
     return wrapped
 
 
-class ChinesePunctuationAfterMath(SphinxPostTransform):
-    """:func:`keep_punctuation_with_math` on the pages of a Chinese edition."""
+class PunctuationWithMath(SphinxPostTransform):
+    """:func:`keep_punctuation_with_math` on every page (both editions: an English comma
+    or full stop after a formula must not start a line either)."""
 
     default_priority = 900
     formats = ("html",)
 
     def run(self, **kwargs) -> None:
-        if is_chinese(self.config):
-            keep_punctuation_with_math(self.document)
+        keep_punctuation_with_math(self.document)
 
 
 #: A row of a printed table: text, a gap of two or more spaces, more text (a gap before ``#``
@@ -227,7 +239,7 @@ def setup(app) -> dict:
     # Before Sphinx's table-of-contents collector (priority 500) reads the sections' ids.
     app.connect("doctree-read", readable_section_ids, priority=400)
     app.add_post_transform(ChineseSolutionTitle)
-    app.add_post_transform(ChinesePunctuationAfterMath)
+    app.add_post_transform(PunctuationWithMath)
     app.add_post_transform(TableOutputs)
     app.add_post_transform(WideFigures)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
