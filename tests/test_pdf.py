@@ -230,7 +230,8 @@ class _App:
 
 def _download_menu() -> dict:
     return {"type": "group", "label": "download-buttons",
-            "buttons": [{"label": "download-source-button"}]}
+            "buttons": [{"label": "download-source-button"},
+                        {"label": "download-pdf-button", "text": ".pdf"}]}
 
 
 @pytest.mark.parametrize("language, depth", [(None, 0), ("zh_CN", 2)])
@@ -243,6 +244,9 @@ def test_the_download_menu_links_the_editions_pdf_at_its_root(language, depth):
     assert link["url"] == "../" * depth + book_pdf.PDF_FILES[language or "en"]
     assert link["type"] == "link" and link["text"].endswith("(.pdf)")
     assert menu["buttons"][1] == {"label": "download-source-button"}
+    # the theme's entry, which prints one page, no longer reads like the book's PDF
+    assert menu["buttons"][2]["text"] == book_pdf.PRINT_PAGE_TEXT[language or "en"]
+    assert not menu["buttons"][2]["text"].endswith(".pdf")
 
 
 def test_an_edition_without_a_pdf_name_is_refused():

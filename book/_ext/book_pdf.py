@@ -33,6 +33,9 @@ PDF_LINK_TEXT = {
     "en": ("Book (.pdf)", "Download the whole book as a PDF"),
     "zh_CN": ("全书 (.pdf)", "下载全书的 PDF"),
 }
+#: The theme's own ".pdf" entry prints the page being read: said so, so that the menu's two
+#: PDF entries do not read alike.
+PRINT_PAGE_TEXT = {"en": "This page (print)", "zh_CN": "本页（打印）"}
 
 
 def edition_language(language: str | None) -> str:
@@ -66,6 +69,9 @@ def _add_pdf_link(app, pagename: str, templatename: str, context: dict, doctree)
     text, tooltip = PDF_LINK_TEXT[language]
     for button in context.get("header_buttons", []):
         if button.get("label") == "download-buttons":
+            for entry in button["buttons"]:
+                if entry.get("label") == "download-pdf-button":
+                    entry["text"] = PRINT_PAGE_TEXT[language]
             button["buttons"].insert(0, {
                 "type": "link",
                 "url": context["pathto"](PDF_FILES[language], 1),
