@@ -515,6 +515,8 @@ def test_chinese_glossary_has_an_index_by_chinese_term():
              and not line.startswith(("#", "%", "`", ":"))}
     terms -= {line for line in terms if "。" in line or "，" in line}  # prose, not terms
     assert sorted(listed) == listed and set(listed) == terms
+    # the separating dot is held to the term before it (no line starts with "·")
+    assert " · " not in index and index.count("\u00a0· ") == len(listed) - 1
 
 
 def test_chinese_glossary_does_not_repeat_its_terms():

@@ -305,7 +305,8 @@ def with_term_index(glossary: str) -> str:
     terms = chinese_terms(glossary)
     if not terms:
         return glossary
-    items = " · ".join(f"{{term}}`{term}`" for term in terms)
+    # a no-break space before each dot: the dot ends a line, it never starts one
+    items = "\u00a0· ".join(f"{{term}}`{term}`" for term in terms)
     return glossary.rstrip("\n") + "\n" + TERM_INDEX.format(items=items)
 
 
