@@ -348,17 +348,21 @@ _PUNCTUATION_STATE = r"""
     range.setEnd(node, end);
     return range.getClientRects()[0];
   };
+  // the node beside el on side ('nextSibling' / 'previousSibling'), also beside the link or
+  // emphasis that el ends (or starts)
+  const besideOf = (el, side) => {
+    while (!el[side] && el.parentElement
+           && el.parentElement.matches('a, em, strong, span:not(.math)'))
+      el = el.parentElement;
+    return el[side];
+  };
   for (const span of spans) {
     if (span.closest('pre')) continue;
     const rects = span.getClientRects();
     const first = rects[0], last = rects[rects.length - 1];
     if (!first) continue;
     // the text after the span, also after the link or emphasis that ends with it
-    let host = span;
-    while (!host.nextSibling && host.parentElement
-           && host.parentElement.matches('a, em, strong, span:not(.math)'))
-      host = host.parentElement;
-    const next = host.nextSibling;
+    const next = besideOf(span, 'nextSibling');
     if (next && next.nodeType === Node.TEXT_NODE && forbidden.test(next.data)) {
       const mark = rectOf(next, 0, 1);
       if (mark && mark.top >= last.bottom - 1)
@@ -367,11 +371,7 @@ _PUNCTUATION_STATE = r"""
     }
     // an opening bracket or quote right before math that ends the line above it
     if (!span.matches('span.math')) continue;
-    let lead = span;
-    while (!lead.previousSibling && lead.parentElement
-           && lead.parentElement.matches('a, em, strong, span:not(.math)'))
-      lead = lead.parentElement;
-    const prev = lead.previousSibling;
+    const prev = besideOf(span, 'previousSibling');
     if (prev && prev.nodeType === Node.TEXT_NODE && opening.test(prev.data)) {
       const mark = rectOf(prev, prev.data.length - 1, prev.data.length);
       if (mark && first.top >= mark.bottom - 1)
