@@ -41,9 +41,9 @@ EDITIONS = {"en": ROOT, "zh": ROOT / "zh"}
 MM = 72 / 25.4
 LEFT = float(build_pdf.MARGINS["left"].removesuffix("mm")) * MM
 RIGHT_MARGIN = float(build_pdf.MARGINS["right"].removesuffix("mm")) * MM
-#: How far a glyph's box may reach past the margin, in points: the box of a fullwidth
-#: closing bracket (）) at the end of a line reaches about half a point past its ink. A
-#: code line cut at the margin would run past it by at least a character (4.8 points).
+#: How far a word's box may reach past the margin, in points, before the page is looked
+#: at for ink there (a fullwidth closing bracket's box, ）, reaches past its ink). A code
+#: line cut at the margin would run past it by at least a character (4.8 points).
 TOLERANCE = 2.0
 #: More pages than this means the layout fell apart (e.g. code broken after every
 #: character); the book has about 200.
@@ -163,23 +163,113 @@ def test_every_font_is_embedded_and_maps_to_unicode(pdfs, edition):
         assert len(re.findall(r"[\u4e00-\u9fff]", text)) > 20_000
 
 
+def _ink_between(pdf: Path, page: int, x: tuple[float, float], y: tuple[float, float]) -> bool:
+    """Whether anything is drawn in the box ``x`` × ``y`` (points) of ``page`` (from 1)."""
+    scale = 288 / 72
+    x0, y0 = int(x[0] * scale), int(y[0] * scale)
+    width, height = max(1, int((x[1] - x[0]) * scale)), max(1, int((y[1] - y[0]) * scale))
+    pgm = subprocess.run(["pdftoppm", "-f", str(page), "-l", str(page), "-r", "288", "-gray",
+                          "-x", str(x0), "-y", str(y0), "-W", str(width), "-H", str(height),
+                          str(pdf)], capture_output=True, check=True).stdout
+    pixels = pgm.split(b"\n", 3)[3]  # after the P5 header: magic, size, maximum
+    return min(pixels) < 200
+
+
 @pytest.mark.slow
 @pytest.mark.browser
 @pytest.mark.parametrize("edition", EDITIONS)
 def test_no_text_runs_past_the_margins(pdfs, edition):
-    xml = _run("pdftotext", "-bbox", str(pdfs[edition].path), "-")
-    word = re.compile(r'<word xMin="([\d.]+)" yMin="[\d.]+" xMax="([\d.]+)" yMax="[\d.]+">([^<]*)<')
+    """No word's ink lies outside the text area.
+
+    A word's box (pdftotext) is its glyphs' advance boxes, so a fullwidth closing
+    bracket at the end of a justified line (its right half blank, trimmed by Chromium's
+    text-spacing-trim) reaches up to half an em past the margin with its ink inside.
+    A box past the margin fails only if the page has ink in the strip beyond it.
+    """
+    path = pdfs[edition].path
+    xml = _run("pdftotext", "-bbox", str(path), "-")
+    word = re.compile(r'<word xMin="([\d.]+)" yMin="([\d.]+)" xMax="([\d.]+)" yMax="([\d.]+)">'
+                      r"([^<]*)<")
     outside, words = [], 0
     for number, page in enumerate(xml.split("<page ")[1:], start=1):
         right = float(re.match(r'width="([\d.]+)"', page).group(1)) - RIGHT_MARGIN
-        for x_min, x_max, text in word.findall(page):
+        for x_min, y_min, x_max, y_max, text in word.findall(page):
             words += 1
-            x_min, x_max = float(x_min), float(x_max)
-            if x_min < LEFT - TOLERANCE or x_max > right + TOLERANCE:
+            x_min, x_max, y = float(x_min), float(x_max), (float(y_min), float(y_max))
+            low, high = LEFT - TOLERANCE, right + TOLERANCE
+            past = [strip for strip, beyond in (((x_min, low), x_min < low),
+                                                ((high, x_max), x_max > high)) if beyond]
+            if any(_ink_between(path, number, strip, y) for strip in past):
                 outside.append(f"page {number}: {text!r} at x {x_min:.1f}-{x_max:.1f} "
                                f"(text area {LEFT:.1f}-{right:.1f})")
     assert words > 10_000
     assert not outside, f"{len(outside)} words outside the text area: " + "; ".join(outside[:10])
+
+
+#: A code cell's frame is drawn with myst-nb's green left border: (0, 128, 0).
+_FRAME_GREEN = ((0, 60), (90, 170), (0, 60))
+#: How much of a code frame may be empty above its first or below its last word, in points
+#: (its padding is about 10).
+FRAME_SLACK = 40
+
+
+def _pages_as_pixels(pdf: Path, dpi: int) -> list:
+    """Every page of ``pdf`` as an ``(height, width, 3)`` uint8 array (pdftoppm's PPMs)."""
+    import numpy as np
+
+    out = subprocess.run(["pdftoppm", "-r", str(dpi), str(pdf)], capture_output=True,
+                         check=True).stdout
+    pages, at = [], 0
+    while at < len(out):
+        header = re.match(rb"P6\s+(\d+)\s+(\d+)\s+255\s", out[at:at + 40])
+        width, height = int(header.group(1)), int(header.group(2))
+        at += header.end()
+        pages.append(np.frombuffer(out, np.uint8, width * height * 3, at)
+                     .reshape(height, width, 3))
+        at += width * height * 3
+    return pages
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@pytest.mark.parametrize("edition", EDITIONS)
+def test_no_code_frame_is_left_empty(pdfs, edition):
+    """Every stretch of a code frame on a page has code in it.
+
+    When a code block that is kept whole moves to the next page, a frame drawn by its
+    wrapper stays behind, an empty box down to the foot of the page (85 pages of the
+    Chinese PDF had one before the frame moved to the block). The frames are found by
+    their green left border in the rendered page, the code by pdftotext's words.
+    """
+    import numpy as np
+
+    dpi = 50
+    path = pdfs[edition].path
+    pages = _pages_as_pixels(path, dpi)
+    xml = _run("pdftotext", "-bbox", str(path), "-").split("<page ")[1:]
+    assert len(pages) == len(xml)
+    word = re.compile(r'<word xMin="[\d.]+" yMin="([\d.]+)" xMax="[\d.]+" yMax="([\d.]+)">')
+    empty, frames = [], 0
+    for number, (pixels, page) in enumerate(zip(pages, xml), start=1):
+        green = np.ones(pixels.shape[:2], bool)
+        for channel, (low, high) in enumerate(_FRAME_GREEN):
+            green &= (pixels[:, :, channel] >= low) & (pixels[:, :, channel] <= high)
+        rows = np.flatnonzero(green.any(axis=1))
+        words = [(float(top), float(bottom)) for top, bottom in word.findall(page)]
+        for run in np.split(rows, np.flatnonzero(np.diff(rows) > 1) + 1) if len(rows) else []:
+            top, bottom = run[0] * 72 / dpi, (run[-1] + 1) * 72 / dpi
+            if bottom - top < FRAME_SLACK / 2:
+                continue  # a green mark in a figure or a heading, not a frame
+            frames += 1
+            inside = [w for w in words if w[0] >= top - 2 and w[1] <= bottom + 2]
+            first = min((w[0] for w in inside), default=bottom)
+            last = max((w[1] for w in inside), default=top)
+            if first - top > FRAME_SLACK or bottom - last > FRAME_SLACK:
+                empty.append(f"page {number}: frame at y {top:.0f}-{bottom:.0f}, "
+                             f"code at {first:.0f}-{last:.0f}")
+    assert frames > 100
+    assert not empty, (f"{len(empty)} code frames with nothing in part of them: "
+                       + "; ".join(empty[:8]))
 
 
 def _longest_code_lines(source: Path, count: int = 8) -> list[str]:
