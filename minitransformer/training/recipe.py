@@ -138,7 +138,8 @@ def shared_embeddings(args: argparse.Namespace) -> bool:
     if args.share_embeddings is not None:
         return args.share_embeddings
     preset = CPU_MODELS[getattr(args, "preset", DEFAULT_PRESET)]
-    return preset["share_embeddings"] and args.tokenizer == "subword"
+    return (preset["share_embeddings"] and args.tokenizer == "subword"
+            and args.target_pieces == "all")
 
 
 def train_config_from_flags(args: argparse.Namespace) -> Any:
@@ -147,10 +148,12 @@ def train_config_from_flags(args: argparse.Namespace) -> Any:
 
 
 def data_settings(args: argparse.Namespace) -> dict:
-    """The data flags a resumed run must repeat (recorded in ``run.json``)."""
+    """The data flags a resumed run must repeat (recorded in ``run.json``;
+    ``--target-pieces`` only with subwords: word vocabularies are per language)."""
+    pieces = {"target_pieces": args.target_pieces} if args.tokenizer == "subword" else {}
     return {"tokenizer": args.tokenizer, "min_freq": args.min_freq,
-            "vocab_size": args.vocab_size, "max_len": args.max_len,
-            "max_tokens": args.max_tokens, "seed": args.seed}
+            "vocab_size": args.vocab_size, **pieces,
+            "max_len": args.max_len, "max_tokens": args.max_tokens, "seed": args.seed}
 
 
 def check_resume_flags(args: argparse.Namespace, src_vocab: Any, tgt_vocab: Any,
@@ -179,13 +182,17 @@ def check_model_flags(args: argparse.Namespace) -> None:
     if args.share_embeddings and args.tokenizer != "subword":
         raise RunError("--share-embeddings needs --tokenizer subword (the word vocabularies "
                        "of the two languages differ)")
+    if args.share_embeddings and args.target_pieces != "all":
+        raise RunError("--share-embeddings needs --target-pieces all (one vocabulary for both "
+                       f"sides; --target-pieces {args.target_pieces} gives the target side "
+                       "fewer pieces)")
     model_config_from_flags(args, 1, 1)  # the config's own checks (e.g. --heads divides --d-model)
 
 
 def make_tokenizers(args: argparse.Namespace, train_pairs: list[tuple[str, str]]) -> tuple:
     """(source, target) tokenizers learnt from the training pairs (``--tokenizer``)."""
     return build_tokenizers(train_pairs, args.tokenizer, min_freq=args.min_freq,
-                            vocab_size=args.vocab_size)
+                            vocab_size=args.vocab_size, target_pieces=args.target_pieces)
 
 
 def make_batches(args: argparse.Namespace, train_pairs: list, valid_pairs: list,
@@ -198,9 +205,13 @@ def make_batches(args: argparse.Namespace, train_pairs: list, valid_pairs: list,
         raise RunError("no usable training or validation pairs")
     train_batches = TokenBatcher(train_ex, args.max_tokens, shuffle=True, seed=args.seed)
     valid_batches = list(TokenBatcher(valid_ex, args.max_tokens, shuffle=False))
-    vocabularies = (f"one subword vocabulary of {len(tgt_vocab):,} pieces"
-                    if isinstance(tgt_vocab, SubwordTokenizer) else
-                    f"vocabularies {len(src_vocab):,} / {len(tgt_vocab):,} words")
+    if not isinstance(tgt_vocab, SubwordTokenizer):
+        vocabularies = f"vocabularies {len(src_vocab):,} / {len(tgt_vocab):,} words"
+    elif len(tgt_vocab) == len(src_vocab):
+        vocabularies = f"one subword vocabulary of {len(tgt_vocab):,} pieces"
+    else:
+        vocabularies = (f"one subword model of {len(src_vocab):,} pieces, {len(tgt_vocab):,} "
+                        "of them on the target side")
     print(f"{args.dataset} {args.src_lang}→{args.tgt_lang}: {len(train_ex):,} training pairs, "
           f"{len(valid_ex):,} validation pairs, {vocabularies}, {len(train_batches)} batches "
           "an epoch", flush=True)
