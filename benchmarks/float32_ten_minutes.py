@@ -81,6 +81,13 @@ def _summary(runs: list[dict], key) -> dict:
             "values": values}
 
 
+def tokens_per_second(folder: Path) -> float:
+    """A run's training speed from its ``history.json``: the non-pad source +
+    target tokens of every step over the training seconds (validation excluded)."""
+    history = json.loads((folder / "history.json").read_text())
+    return round(sum(history["tokens"]) / history["seconds"][-1], 1)
+
+
 def choose(summary: dict[str, dict]) -> str:
     """The variant :data:`RULE` picks from ``{name: {"bleu": {"mean": ...}}}``."""
     preset, candidate = list(VARIANTS)
@@ -107,6 +114,7 @@ def cmd_choose(args) -> None:
     for seed in SEEDS:  # seed by seed: a stop leaves whole comparisons
         for name, options in VARIANTS.items():
             runs.append(run_config(name, options, seed, _args_for_runs(args), valid))
+            runs[-1]["tokens_per_second"] = tokens_per_second(Path(runs[-1]["folder"]))
     after = machine.print_machine("after")
     summary = {name: {"bleu": _summary([r for r in runs if r["name"] == name],
                                        lambda r: r["val_beam4"]["bleu"]),
@@ -151,7 +159,7 @@ def cmd_test(args) -> None:
         run = {"seed": seed, "command": " ".join(train[1:]), "printed": printed,
                "steps": history["step"][-1], "valid_loss": history["valid_loss"][-1],
                "seconds": round(time.perf_counter() - t0, 1), "matmul_gflops_before": gflops,
-               "minutes": minutes}
+               "minutes": minutes, "tokens_per_second": tokens_per_second(out)}
         for split, beam in (("val", 4), ("test_2016_flickr", 4), ("test_2016_flickr", 1)):
             scores = score_checkpoint(out, split, beam, out / f"{split}_beam{beam}.txt",
                                       _args_for_runs(args), pairs[split])
