@@ -120,11 +120,6 @@ def scaled_dot_product_attention(
 #: training batch, and was faster from 128 on (``benchmarks/README.md``).
 SHORT_ON_CPU = 64
 
-#: A blocked key's score in :func:`short_attention`: exp(score − max) is
-#: exactly 0 in float32 and float64, and a row of only blocked keys stays finite.
-_BLOCKED = -1e9
-
-
 def fused_attention(
     q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, dropout_p: float = 0.0,
     enable_gqa: bool = False,
@@ -164,9 +159,11 @@ def short_attention(
     """softmax(q kᵀ / √d_k) v as two batched matrix products, without the weights.
 
     What :func:`scaled_dot_product_attention` computes, in fewer operations:
-    the mask becomes a score of -10⁹ added inside the first product
-    (``torch.baddbmm``), and a query whose keys are all masked gets an output
-    of zeros (as in the other paths), with zero gradients. For short
+    the mask becomes the dtype's most negative finite number added inside the
+    first product (``torch.baddbmm``), so a blocked key's weight is exactly 0
+    however large the scores, and a row of only blocked keys stays finite; a
+    query whose keys are all masked gets an output of zeros (as in the other
+    paths), with zero gradients. For short
     sequences on a CPU this beats PyTorch's flash kernel (:data:`SHORT_ON_CPU`).
 
     Args:
@@ -190,7 +187,7 @@ def short_attention(
         scores = torch.bmm(q3, kt).mul_(scale)  # (B·H, Lq, Lk)
     else:
         bias = torch.zeros(mask.shape, dtype=q.dtype, device=q.device).masked_fill_(
-            ~mask, _BLOCKED)
+            ~mask, torch.finfo(q.dtype).min)
         bias = bias.expand(b, h, lq, lk).reshape(b * h, lq, lk)
         scores = torch.baddbmm(bias, q3, kt, alpha=scale)
     weights = scores.softmax(dim=-1)

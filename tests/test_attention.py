@@ -208,6 +208,25 @@ def test_short_attention_equals_pytorchs_kernel_with_dead_rows_and_groups(mask_s
         torch.testing.assert_close(a, b)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_short_attention_blocks_keys_whatever_the_scores(dtype):
+    """A blocked key gets no weight even when the scores are huge (activations
+    of 10⁴, as in a deep stack without normalisation: scores of about 10¹⁰,
+    beyond any fixed "large negative" score)."""
+    from minitransformer.attention import short_attention
+
+    g = torch.Generator().manual_seed(0)
+    q, k = (1e4 * torch.randn(2, 2, 4, 8, generator=g, dtype=dtype) for _ in range(2))
+    v = torch.randn(2, 2, 4, 8, generator=g, dtype=dtype)
+    mask = torch.ones(2, 1, 4, 4, dtype=torch.bool).tril()
+    out = short_attention(q, k, v, mask)
+    weights = mt.masked_softmax(q @ k.transpose(-2, -1) / 8**0.5, mask)
+    assert torch.equal(weights.masked_select(~mask.expand_as(weights)),
+                       torch.zeros(int((~mask.expand_as(weights)).sum()), dtype=dtype))
+    torch.testing.assert_close(out, weights @ v)
+    assert torch.isfinite(out).all()
+
+
 def test_fused_attention_takes_the_short_path_on_a_cpu_up_to_its_length(monkeypatch):
     """Which kernel runs is read from metadata: the short path for at most
     SHORT_ON_CPU queries and keys with a bool mask or none; PyTorch's beyond
