@@ -114,10 +114,12 @@ def scaled_dot_product_attention(
     return dropped @ v, weights  # (..., Lq, d_v), (..., Lq, Lk)
 
 
-#: On a CPU, attention of at most this many queries over at most this many keys
-#: is computed by :func:`short_attention`: PyTorch's CPU flash kernel took 1.2x
-#: (64 positions) to 2x (16) as long for a forward and backward pass of a
-#: training batch, and was faster from 128 on (``benchmarks/README.md``).
+#: On a CPU, in training (autograd recording), attention of at most this many
+#: queries over at most this many keys is computed by :func:`short_attention`:
+#: PyTorch's CPU flash kernel took 1.3x (64 positions) to 2.4x (16) as long for
+#: a forward and backward pass of a training batch, and was faster from 256 on.
+#: Without gradients (decoding, evaluation) PyTorch's kernel is kept: one query
+#: of one sequence took it 0.02 ms against 0.05 (``benchmarks/README.md``).
 SHORT_ON_CPU = 64
 
 def fused_attention(
@@ -126,9 +128,9 @@ def fused_attention(
 ) -> Tensor:
     """Attention without its weights, by the fastest kernel for the inputs:
     ``F.scaled_dot_product_attention`` (bool mask: True = may attend), or on a
-    CPU, for at most :data:`SHORT_ON_CPU` queries and keys with a bool mask (or
-    none), :func:`short_attention`; the same function either way (tested
-    equal). ``enable_gqa``: ``k`` and ``v`` have fewer heads than ``q``, each
+    CPU, in training (gradients recorded), for at most :data:`SHORT_ON_CPU`
+    queries and keys with a bool mask (or none), :func:`short_attention`; the
+    same function either way (tested equal). ``enable_gqa``: ``k`` and ``v`` have fewer heads than ``q``, each
     serving a group of consecutive query heads (grouped-query attention).
 
     On a CPU, bf16 inputs (bf16 autocast's projections) are computed in
@@ -144,7 +146,9 @@ def fused_attention(
                                       enable_gqa)
             return out.to(q.dtype)
         short = max(q.shape[-2], k.shape[-2]) <= SHORT_ON_CPU
-        if short and q.dtype in (torch.float32, torch.float64) and (
+        training = torch.is_grad_enabled() and (q.requires_grad or k.requires_grad
+                                                 or v.requires_grad)
+        if short and training and q.dtype in (torch.float32, torch.float64) and (
                 mask is None or mask.dtype == torch.bool):
             return short_attention(q, k, v, mask, dropout_p, enable_gqa)
     return F.scaled_dot_product_attention(

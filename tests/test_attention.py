@@ -228,9 +228,9 @@ def test_short_attention_blocks_keys_whatever_the_scores(dtype):
 
 
 def test_fused_attention_takes_the_short_path_on_a_cpu_up_to_its_length(monkeypatch):
-    """Which kernel runs is read from metadata: the short path for at most
-    SHORT_ON_CPU queries and keys with a bool mask or none; PyTorch's beyond
-    that, or for a float mask."""
+    """Which kernel runs is read from metadata: in training, the short path for
+    at most SHORT_ON_CPU queries and keys with a bool mask or none; PyTorch's
+    beyond that, for a float mask, or without gradients."""
     import minitransformer.attention as attention
 
     calls = []
@@ -241,13 +241,20 @@ def test_fused_attention_takes_the_short_path_on_a_cpu_up_to_its_length(monkeypa
     for lq, lk, kind, expected in [(n, n, "bool", ["short"]), (1, n, None, ["short"]),
                                    (n, n + 1, "bool", []), (n + 1, 1, "bool", []),
                                    (4, 4, "float", [])]:
-        calls.clear()
-        q, k = torch.randn(1, 2, lq, 4), torch.randn(1, 2, lk, 4)
-        keep = torch.ones(1, 1, lq, lk, dtype=torch.bool)
-        mask = {"bool": keep, "float": mt.to_additive_mask(keep), None: None}[kind]
-        out = attention.fused_attention(q, k, k, mask)
-        assert calls == expected, (lq, lk, kind)
-        torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, k, attn_mask=mask))
+        for grad, taken in ((True, expected), (False, [])):  # without gradients: PyTorch's
+            calls.clear()
+            q, k = torch.randn(1, 2, lq, 4), torch.randn(1, 2, lk, 4).requires_grad_(grad)
+            keep = torch.ones(1, 1, lq, lk, dtype=torch.bool)
+            mask = {"bool": keep, "float": mt.to_additive_mask(keep), None: None}[kind]
+            out = attention.fused_attention(q, k, k, mask)
+            assert calls == taken, (lq, lk, kind, grad)
+            torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, k,
+                                                                           attn_mask=mask))
+    calls.clear()
+    q = torch.randn(1, 2, 4, 4, requires_grad=True)
+    with torch.no_grad():  # inputs that require grad, but nothing is recorded
+        attention.fused_attention(q, q, q, None)
+    assert calls == []
 
 
 @pytest.mark.parametrize("kind", ["bool", "float"])
