@@ -130,8 +130,9 @@ def fused_attention(
     ``F.scaled_dot_product_attention`` (bool mask: True = may attend), or on a
     CPU, in training (gradients recorded), for at most :data:`SHORT_ON_CPU`
     queries and keys with a bool mask (or none), :func:`short_attention`; the
-    same function either way (tested equal). ``enable_gqa``: ``k`` and ``v`` have fewer heads than ``q``, each
-    serving a group of consecutive query heads (grouped-query attention).
+    same function either way (tested equal). ``enable_gqa``: ``k`` and ``v``
+    have fewer heads than ``q``, each serving a group of consecutive query
+    heads (grouped-query attention).
 
     On a CPU, bf16 inputs (bf16 autocast's projections) are computed in
     float32, output in bf16: PyTorch's CPU attention kernel is slower in bf16

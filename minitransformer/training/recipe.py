@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -164,7 +165,12 @@ def check_resume_flags(args: argparse.Namespace, src_vocab: Any, tgt_vocab: Any,
     ckpt = load_checkpoint(args.out / "last.pt")
     names = {f.name: flag(f.name) for f, _ in options.config_fields(options.MODEL_CONFIG)}
     names.update({k: f"{v} gives {k}" for k, v in options.INVERTED.items()})
-    check_resume(args.out, ckpt, run_info(args), model_config, names, MULTI30K_LANGS)
+    # The vocabulary sizes follow from the data and the flags: other corpus files
+    # are reported below as other vocabularies, not as a size no flag sets.
+    sizes = {k: v for k, v in ckpt["model_config"].items()
+             if k in ("src_vocab_size", "tgt_vocab_size")}
+    check_resume(args.out, ckpt, run_info(args), dataclasses.replace(model_config, **sizes),
+                 names, MULTI30K_LANGS)
     stored_vocabs = [tokenizer_from_dict(ckpt["vocabs"].get(side)) for side in ("src", "tgt")]
     if stored_vocabs != [src_vocab, tgt_vocab]:
         raise RunError(f"--resume: the training data give other vocabularies than the run in "
@@ -189,10 +195,13 @@ def check_model_flags(args: argparse.Namespace) -> None:
     model_config_from_flags(args, 1, 1)  # the config's own checks (e.g. --heads divides --d-model)
 
 
-def make_tokenizers(args: argparse.Namespace, train_pairs: list[tuple[str, str]]) -> tuple:
-    """(source, target) tokenizers learnt from the training pairs (``--tokenizer``)."""
+def make_tokenizers(args: argparse.Namespace, train_pairs: list[tuple[str, str]],
+                    target_pieces: str | None = None) -> tuple:
+    """(source, target) tokenizers learnt from the training pairs (``--tokenizer``);
+    the target side's pieces from ``target_pieces``, else ``--target-pieces``."""
     return build_tokenizers(train_pairs, args.tokenizer, min_freq=args.min_freq,
-                            vocab_size=args.vocab_size, target_pieces=args.target_pieces)
+                            vocab_size=args.vocab_size,
+                            target_pieces=target_pieces or args.target_pieces)
 
 
 def make_batches(args: argparse.Namespace, train_pairs: list, valid_pairs: list,
