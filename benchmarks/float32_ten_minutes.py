@@ -131,7 +131,11 @@ def cmd_choose(args) -> None:
               "summary": summary, "chosen": chosen, "load_at_start": round(load, 2),
               "forced": args.force, "machine_before": before, "machine_after": after,
               "commit": source_commit(), **machine.run_stamp()}
-    out = args.result or RESULTS / "float32_choice.json"
+    _write(args.result or RESULTS / "float32_choice.json", record)
+
+
+def _write(out: Path, record: dict) -> None:
+    """Write ``record`` as the JSON file ``out`` and say so."""
     out.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"wrote {out}")
 
@@ -176,9 +180,7 @@ def cmd_test(args) -> None:
               "runs": runs, "summary": summary, "load_at_start": round(load, 2),
               "forced": args.force, "machine_before": before, "machine_after": after,
               "commit": source_commit(), **machine.run_stamp()}
-    out = args.result or RESULTS / "float32_ten_minutes.json"
-    out.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    print(f"wrote {out}")
+    _write(args.result or RESULTS / "float32_ten_minutes.json", record)
     if args.result is None:  # the real record: chapter 10's copy, with the choice behind it
         choice = json.loads((RESULTS / "float32_choice.json").read_text(encoding="utf-8"))
         book = {"choice": choice, "test": record}
