@@ -38,6 +38,7 @@ writes them to a JSON (``--out``). Target (issue 14): ``ours`` at least
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import statistics
@@ -49,7 +50,13 @@ import torch
 from torch import Tensor, nn
 
 from minitransformer import SinusoidalPositionalEncoding, Transformer, TransformerConfig
-from minitransformer.data import TokenBatcher, build_tokenizers, encode_pairs, load_multi30k
+from minitransformer.data import (
+    Batch,
+    TokenBatcher,
+    build_tokenizers,
+    encode_pairs,
+    load_multi30k,
+)
 from minitransformer.decoding import translate
 from minitransformer.instruments.interop import load_torch_decoder_layer, load_torch_encoder_layer
 from minitransformer.training import Trainer, evaluate_loss, fit, precision
@@ -159,16 +166,35 @@ def quality(minutes: float, config: TransformerConfig, examples, src_vocab, tgt_
 VARIANTS = {
     "ours": ("minitransformer", CPU_TRAINING.get("amp", "auto")),
     "ours-fp32": ("minitransformer", "off"),
+    # the same in float32 with every piece of the joint model on the target side (the
+    # output layer over 8,000 pieces, not the training targets' 4,144): a different model
+    "ours-fp32-all-pieces": ("minitransformer", "off"),
     "ours-native": ("minitransformer", "native"),  # bf16 where the CPU computes it natively
     "torch": ("torch.nn.Transformer", "off"),
     "torch-bf16": ("torch.nn.Transformer", "bf16"),
 }
 
 
-def build(variant: str, config: TransformerConfig, seed: int = 0) -> nn.Module:
+#: Variants whose target side has every piece of the joint model (its batches' target
+#: ids are the model's ids, :func:`every_piece`).
+ALL_PIECES = {"ours-fp32-all-pieces"}
+
+
+def build(variant: str, config: TransformerConfig, seed: int = 0,
+          pieces: int | None = None) -> nn.Module:
+    """The variant's model (``pieces``: the joint model's size, for :data:`ALL_PIECES`)."""
     torch.manual_seed(seed)
+    if variant in ALL_PIECES:
+        config = dataclasses.replace(config, tgt_vocab_size=pieces)
     kind = VARIANTS[variant][0]
     return Transformer(config) if kind == "minitransformer" else TorchSeq2Seq(config)
+
+
+def every_piece(batch: Batch, tgt_tok) -> Batch:
+    """``batch`` with its target ids as the joint model's ids (the same pieces)."""
+    model_id = torch.tensor(tgt_tok.model_ids)
+    return dataclasses.replace(batch, tgt_in=model_id[batch.tgt_in],
+                               tgt_out=model_id[batch.tgt_out])
 
 
 def same_steps_quality(steps: int, config, examples, valid_batches, max_tokens: int) -> dict:
@@ -244,13 +270,24 @@ def main() -> None:
         return
     batches = list(TokenBatcher(examples, args.max_tokens, shuffle=True, seed=0))
     batches = batches[: args.steps + 2]  # the same (random) batches for every variant
-    trainers = {v: Trainer(build(v, config), cpu_train_config(amp=VARIANTS[v][1], device="cpu"))
+    if ALL_PIECES & set(args.variants) and tgt_tok.model_ids is None:
+        p.error(f"{', '.join(sorted(ALL_PIECES))} needs the preset's target side to be "
+                "restricted (target_pieces='seen')")
+    trainers = {v: Trainer(build(v, config, pieces=len(src_tok)),
+                           cpu_train_config(amp=VARIANTS[v][1], device="cpu"))
                 for v in args.variants}
     for v, t in trainers.items():
         print(f"{v:10s} {VARIANTS[v][0]}, {t.precision}")
+    # the same batches with the target ids of every piece, made before any timing
+    joint_ids = {id(b): every_piece(b, tgt_tok) for b in batches} if ALL_PIECES & set(
+        trainers) else {}
+
+    def batches_for(variant: str, chunk: list) -> list:
+        return [joint_ids[id(b)] for b in chunk] if variant in ALL_PIECES else chunk
 
     def run(variant: str, chunk: list) -> tuple[int, float]:
         trainer, tokens = trainers[variant], 0
+        chunk = batches_for(variant, chunk)
         trainer.model.train()
         start = time.perf_counter()
         for batch in chunk:
@@ -264,7 +301,8 @@ def main() -> None:
         _write(args.out, record, machine.print_machine("after"))
         return
     if args.count_flops:
-        flops = {v: matmul_flops_per_token(t, batches[: args.steps]) for v, t in trainers.items()}
+        flops = {v: matmul_flops_per_token(t, batches_for(v, batches[: args.steps]))
+                 for v, t in trainers.items()}
         for v, f in flops.items():
             print(f"{v:10s} {f / 1e6:8.2f} MFLOP of matrix products per token of a training step")
         record["matmul_flops_per_token"] = {v: round(f) for v, f in flops.items()}
@@ -294,7 +332,8 @@ def main() -> None:
                          "min": round(min(per_round), 3), "max": round(max(per_round), 3)}
         print(f"ratio {first} / {other}: median of rounds {ratios[other]['median']:.3f} "
               f"(range {ratios[other]['min']:.3f}-{ratios[other]['max']:.3f})")
-    flops = {v: matmul_flops_per_token(t, batches[: args.steps]) for v, t in trainers.items()}
+    flops = {v: matmul_flops_per_token(t, batches_for(v, batches[: args.steps]))
+                 for v, t in trainers.items()}
     after = machine.print_machine("after")
     peak = statistics.mean([m["matmul_1024_gflops"]["wall"] for m in (before, after)])
     share = {v: medians[v] * flops[v] / 1e9 / peak for v in names}

@@ -61,8 +61,8 @@ RULE = ("the best mean over three seeds wins; a configuration whose mean is with
 
 #: tying name → train options
 TYING = {
-    "three-way": ["--share-embeddings", "--tie-output"],
-    "shared embeddings": ["--share-embeddings", "--no-tie-output"],
+    "three-way": ["--share-embeddings", "--tie-output", "--target-pieces", "all"],
+    "shared embeddings": ["--share-embeddings", "--no-tie-output", "--target-pieces", "all"],
     "untied": ["--no-share-embeddings", "--no-tie-output"],
 }
 

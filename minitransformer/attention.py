@@ -51,6 +51,8 @@ __all__ = [
     "masked_softmax",
     "scaled_dot_product_attention",
     "fused_attention",
+    "short_attention",
+    "SHORT_ON_CPU",
     "stacked_linear",
     "MultiHeadAttention",
     "KVCache",
@@ -112,31 +114,94 @@ def scaled_dot_product_attention(
     return dropped @ v, weights  # (..., Lq, d_v), (..., Lq, Lk)
 
 
+#: On a CPU, in training (autograd recording), attention of at most this many
+#: queries over at most this many keys is computed by :func:`short_attention`:
+#: PyTorch's CPU flash kernel took 1.3x (64 positions) to 2.4x (16) as long for
+#: a forward and backward pass of a training batch, and was faster from 256 on.
+#: Without gradients (decoding, evaluation) PyTorch's kernel is kept: one query
+#: of one sequence took it 0.02 ms against 0.05 (``benchmarks/README.md``).
+SHORT_ON_CPU = 64
+
 def fused_attention(
     q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, dropout_p: float = 0.0,
     enable_gqa: bool = False,
 ) -> Tensor:
-    """``F.scaled_dot_product_attention`` (bool mask: True = may attend), in
-    float32 when bf16 inputs are on a CPU, output in the inputs' dtype.
-    ``enable_gqa``: ``k`` and ``v`` have fewer heads than ``q``, each serving
-    a group of consecutive query heads (grouped-query attention).
+    """Attention without its weights, by the fastest kernel for the inputs:
+    ``F.scaled_dot_product_attention`` (bool mask: True = may attend), or on a
+    CPU, in training (gradients recorded), for at most :data:`SHORT_ON_CPU`
+    queries and keys with a bool mask (or none), :func:`short_attention`; the
+    same function either way (tested equal). ``enable_gqa``: ``k`` and ``v``
+    have fewer heads than ``q``, each serving a group of consecutive query
+    heads (grouped-query attention).
 
-    Under bf16 autocast on a CPU the projections run in bf16, but PyTorch's
-    CPU attention kernel is slower in bf16 than in float32 in the backward
-    pass, so attention itself runs in float32 (measured: ``benchmarks/README.md``).
-    Shapes as in :func:`scaled_dot_product_attention`; the dtype test reads
-    metadata only.
+    On a CPU, bf16 inputs (bf16 autocast's projections) are computed in
+    float32, output in bf16: PyTorch's CPU attention kernel is slower in bf16
+    than in float32 in the backward pass (measured: ``benchmarks/README.md``).
+    Shapes as in :func:`scaled_dot_product_attention` (``(B, H, L, Dh)``
+    inputs); every test reads metadata only.
     """
-    if q.dtype == torch.bfloat16 and q.device.type == "cpu":
-        with torch.autocast("cpu", enabled=False):
-            out = F.scaled_dot_product_attention(
-                q.float(), k.float(), v.float(), attn_mask=mask, dropout_p=dropout_p,
-                enable_gqa=enable_gqa,
-            )
-        return out.to(q.dtype)
+    if q.device.type == "cpu":
+        if q.dtype == torch.bfloat16:
+            with torch.autocast("cpu", enabled=False):
+                out = fused_attention(q.float(), k.float(), v.float(), mask, dropout_p,
+                                      enable_gqa)
+            return out.to(q.dtype)
+        short = max(q.shape[-2], k.shape[-2]) <= SHORT_ON_CPU
+        training = torch.is_grad_enabled() and (q.requires_grad or k.requires_grad
+                                                 or v.requires_grad)
+        if short and training and q.dtype in (torch.float32, torch.float64) and (
+                mask is None or mask.dtype == torch.bool):
+            return short_attention(q, k, v, mask, dropout_p, enable_gqa)
     return F.scaled_dot_product_attention(
         q, k, v, attn_mask=mask, dropout_p=dropout_p, enable_gqa=enable_gqa
     )
+
+
+def short_attention(
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, dropout_p: float = 0.0,
+    enable_gqa: bool = False,
+) -> Tensor:
+    """softmax(q kᵀ / √d_k) v as two batched matrix products, without the weights.
+
+    What :func:`scaled_dot_product_attention` computes, in fewer operations:
+    the mask becomes the dtype's most negative finite number added inside the
+    first product (``torch.baddbmm``), so a blocked key's weight is exactly 0
+    however large the scores, and a row of only blocked keys stays finite; a
+    query whose keys are all masked gets an output of zeros (as in the other
+    paths), with zero gradients. For short
+    sequences on a CPU this beats PyTorch's flash kernel (:data:`SHORT_ON_CPU`).
+
+    Args:
+        q: ``(B, H, Lq, Dh)`` float32 or float64.
+        k, v: ``(B, H, Lk, Dh)``; with ``enable_gqa`` ``(B, Hkv, Lk, Dh)``,
+            key/value head ``j`` serving query heads ``j·H/Hkv .. (j + 1)·H/Hkv − 1``.
+        mask: bool, True = may attend, broadcastable to ``(B, H, Lq, Lk)``; or None.
+        dropout_p: dropout on the weights.
+
+    Returns: ``(B, H, Lq, Dh)``.
+    """
+    b, h, lq, dh = q.shape
+    if enable_gqa and k.shape[1] != h:
+        k = k.repeat_interleave(h // k.shape[1], dim=1)  # (B, H, Lk, Dh)
+        v = v.repeat_interleave(h // v.shape[1], dim=1)
+    lk = k.shape[-2]
+    q3 = q.reshape(b * h, lq, dh)
+    kt = k.reshape(b * h, lk, dh).transpose(1, 2)  # (B·H, Dh, Lk)
+    scale = 1 / math.sqrt(dh)
+    if mask is None:
+        scores = torch.bmm(q3, kt).mul_(scale)  # (B·H, Lq, Lk)
+    else:
+        bias = torch.zeros(mask.shape, dtype=q.dtype, device=q.device).masked_fill_(
+            ~mask, torch.finfo(q.dtype).min)
+        bias = bias.expand(b, h, lq, lk).reshape(b * h, lq, lk)
+        scores = torch.baddbmm(bias, q3, kt, alpha=scale)
+    weights = scores.softmax(dim=-1)
+    if dropout_p > 0:
+        weights = F.dropout(weights, p=dropout_p)
+    out = torch.bmm(weights, v.reshape(b * h, lk, dh)).view(b, h, lq, dh)
+    if mask is not None:  # a query with no key to attend to: zeros
+        out = out * mask.any(dim=-1, keepdim=True)
+    return out
 
 
 def stacked_linear(x: Tensor, *layers: nn.Linear) -> tuple[Tensor, ...]:

@@ -47,6 +47,7 @@ from pathlib import Path
 from .data import (
     MULTI30K_LANGS,
     MULTI30K_SPLITS,
+    TARGET_PIECES,
     TOKENIZER_KINDS,
     as_tokenizer,
 )
@@ -152,6 +153,10 @@ def _train_parser(sub, preset: str) -> None:
                      help="rarer words become <unk> (--tokenizer words)")
     opt.add_argument("--vocab-size", type=positive, default=k["vocab_size"],
                      help="pieces of the subword model (--tokenizer subword)")
+    opt.add_argument("--target-pieces", choices=TARGET_PIECES, default=k["target_pieces"],
+                     help="the target side's pieces (--tokenizer subword): all of the model's, "
+                     "or only those the training targets use (seen: a smaller output layer; "
+                     "--share-embeddings needs all)")
     opt.add_argument("--max-len", type=positive, default=CPU_DATA["max_len"],
                      help="drop training pairs with a side longer than this (tokens)")
     opt.add_argument("--max-tokens", type=positive, default=CPU_DATA["max_tokens"],

@@ -177,6 +177,86 @@ def test_fused_kernel_gives_zeros_for_fully_masked_rows():
         assert not grad.isnan().any() and torch.equal(grad[1, :, 2], torch.zeros(2, 4))
 
 
+@pytest.mark.parametrize("mask_shape", [None, (3, 1, 1, 6), (3, 1, 5, 6), (3, 4, 5, 6),
+                                        (5, 6)])
+@pytest.mark.parametrize("kv_heads", [4, 2, 1])
+def test_short_attention_equals_pytorchs_kernel_with_dead_rows_and_groups(mask_shape, kv_heads):
+    """The written-out path of short sequences against F.scaled_dot_product_attention
+    in float64: values and gradients, every mask shape the model passes (and a
+    2-d one), a query with no key left (zeros, zero gradients), grouped heads."""
+    from minitransformer.attention import short_attention
+
+    g = torch.Generator().manual_seed(0)
+    q = torch.randn(3, 4, 5, 8, generator=g, dtype=torch.float64, requires_grad=True)
+    k, v = (torch.randn(3, kv_heads, 6, 8, generator=g, dtype=torch.float64,
+                        requires_grad=True) for _ in range(2))
+    mask = None
+    if mask_shape is not None:
+        mask = torch.rand(mask_shape, generator=g) < 0.7
+        mask[..., -1, :] = False  # the last query (of the first row, at least) sees no key
+        mask[..., 0, 0] = True
+    ours = short_attention(q, k, v, mask, enable_gqa=kv_heads != 4)
+    theirs = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=kv_heads != 4)
+    torch.testing.assert_close(ours, theirs)
+    if mask is not None and mask.shape[-2] > 1:  # a mask per query: the last one has none
+        assert torch.equal(ours[0, :, -1], torch.zeros(4, 8))
+    grad = torch.randn(ours.shape, generator=g, dtype=torch.float64)
+    mine = torch.autograd.grad(ours, (q, k, v), grad)
+    reference = torch.autograd.grad(theirs, (q, k, v), grad)
+    for a, b in zip(mine, reference, strict=True):
+        assert not a.isnan().any()
+        torch.testing.assert_close(a, b)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_short_attention_blocks_keys_whatever_the_scores(dtype):
+    """A blocked key gets no weight even when the scores are huge (activations
+    of 10⁴, as in a deep stack without normalisation: scores of about 10¹⁰,
+    beyond any fixed "large negative" score)."""
+    from minitransformer.attention import short_attention
+
+    g = torch.Generator().manual_seed(0)
+    q, k = (1e4 * torch.randn(2, 2, 4, 8, generator=g, dtype=dtype) for _ in range(2))
+    v = torch.randn(2, 2, 4, 8, generator=g, dtype=dtype)
+    mask = torch.ones(2, 1, 4, 4, dtype=torch.bool).tril()
+    out = short_attention(q, k, v, mask)
+    weights = mt.masked_softmax(q @ k.transpose(-2, -1) / 8**0.5, mask)
+    assert torch.equal(weights.masked_select(~mask.expand_as(weights)),
+                       torch.zeros(int((~mask.expand_as(weights)).sum()), dtype=dtype))
+    torch.testing.assert_close(out, weights @ v)
+    assert torch.isfinite(out).all()
+
+
+def test_fused_attention_takes_the_short_path_on_a_cpu_up_to_its_length(monkeypatch):
+    """Which kernel runs is read from metadata: in training, the short path for
+    at most SHORT_ON_CPU queries and keys with a bool mask or none; PyTorch's
+    beyond that, for a float mask, or without gradients."""
+    import minitransformer.attention as attention
+
+    calls = []
+    real = attention.short_attention
+    monkeypatch.setattr(attention, "short_attention",
+                        lambda *a, **k: calls.append("short") or real(*a, **k))
+    n = attention.SHORT_ON_CPU
+    for lq, lk, kind, expected in [(n, n, "bool", ["short"]), (1, n, None, ["short"]),
+                                   (n, n + 1, "bool", []), (n + 1, 1, "bool", []),
+                                   (4, 4, "float", [])]:
+        for grad, taken in ((True, expected), (False, [])):  # without gradients: PyTorch's
+            calls.clear()
+            q, k = torch.randn(1, 2, lq, 4), torch.randn(1, 2, lk, 4).requires_grad_(grad)
+            keep = torch.ones(1, 1, lq, lk, dtype=torch.bool)
+            mask = {"bool": keep, "float": mt.to_additive_mask(keep), None: None}[kind]
+            out = attention.fused_attention(q, k, k, mask)
+            assert calls == taken, (lq, lk, kind, grad)
+            torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, k,
+                                                                           attn_mask=mask))
+    calls.clear()
+    q = torch.randn(1, 2, 4, 4, requires_grad=True)
+    with torch.no_grad():  # inputs that require grad, but nothing is recorded
+        attention.fused_attention(q, q, q, None)
+    assert calls == []
+
+
 @pytest.mark.parametrize("kind", ["bool", "float"])
 def test_masked_softmax_is_softmax_over_allowed_keys_and_zero_for_dead_rows(kind):
     scores = torch.randn(3, 4, 6, requires_grad=True)

@@ -81,7 +81,8 @@ def test_train_defaults_are_the_preset():
     expected = cpu_train_config(epochs=None, max_minutes=args.max_minutes, checkpoint_dir="x")
     assert _train_config(args) == expected
     assert {"max_len": args.max_len, "max_tokens": args.max_tokens} == CPU_DATA
-    tokenizers = {"kind": args.tokenizer, "min_freq": args.min_freq, "vocab_size": args.vocab_size}
+    tokenizers = {"kind": args.tokenizer, "min_freq": args.min_freq, "vocab_size": args.vocab_size,
+                  "target_pieces": args.target_pieces}
     assert tokenizers == CPU_TOKENIZERS
 
 
@@ -395,7 +396,8 @@ def test_defaults_are_the_presets_subwords():
     assert config.share_embeddings == CPU_MODEL["share_embeddings"]
     assert config.tie_output == CPU_MODEL["tie_output"]
     tied = _model_config(build_parser().parse_args(
-        ["train", "--out", "x", "--share-embeddings", "--tie-output"]), 8000, 8000)
+        ["train", "--out", "x", "--share-embeddings", "--tie-output", "--target-pieces", "all"]),
+        8000, 8000)
     assert tied.share_embeddings and tied.tie_output  # the paper's tying, on request
     words = build_parser().parse_args(["train", "--out", "x", "--tokenizer", "words"])
     config = _model_config(words, 10, 12)  # two vocabularies: nothing to share
@@ -413,6 +415,10 @@ def test_subword_run_is_self_contained_and_translates_cased_without_unk(
     ckpt = torch.load(run / "last.pt", weights_only=True)  # the tokenizer travels inside
     tok = tokenizer_from_dict(ckpt["vocabs"]["src"])
     assert tok == SubwordTokenizer.load(run / "tokenizer.model") and len(tok) == 400
+    tgt = tokenizer_from_dict(ckpt["vocabs"]["tgt"])  # the preset: the targets' pieces only
+    assert tgt == tok.restricted_to(_lines("train.en.gz")) and len(tgt) < len(tok)
+    assert ckpt["model_config"]["tgt_vocab_size"] == len(tgt)
+    assert ckpt["model_config"]["src_vocab_size"] == len(tok)
     assert ckpt["model_config"]["share_embeddings"] == CPU_MODEL["share_embeddings"]
     assert ckpt["model_config"]["tie_output"] == CPU_MODEL["tie_output"]
     assert json.loads((run / "run.json").read_text())["lowercase"] is False
@@ -431,7 +437,7 @@ def test_subword_run_is_self_contained_and_translates_cased_without_unk(
         assert len(lines) == len(sources) and all(lines)
         assert not any("<unk>" in line or "\u2047" in line for line in lines), lines
         assert all(line[0].isupper() for line in lines), lines  # cased, like the references
-        expected = translate(build_model(run / "best.pt"), sources, tok, tok, beam_size=int(beam))
+        expected = translate(build_model(run / "best.pt"), sources, tok, tgt, beam_size=int(beam))
         assert lines == [" ".join(e.split()) for e in expected]
 
 
@@ -453,6 +459,25 @@ def test_subword_run_evaluates_and_resumes(trained_subword, capsys, tmp_path):
         "train", "--out", str(trained_subword), "--resume", "--max-steps", "160", *TINY,
         "--vocab-size", "300"])
     assert code == 2 and "--vocab-size 300 (run: 400)" in err
+    code, _, err = _run(capsys, [
+        "train", "--out", str(trained_subword), "--resume", "--max-steps", "160", *TINY,
+        "--target-pieces", "all"])
+    assert code == 2 and "--target-pieces all (run: seen)" in err
+    info = json.loads((trained_subword / "run.json").read_text())
+    del info["data"]["target_pieces"]  # a run written before the option: every piece
+    (trained_subword / "run.json").write_text(json.dumps(info))
+    code, _, err = _run(capsys, [
+        "train", "--out", str(trained_subword), "--resume", "--max-steps", "160", *TINY])
+    assert code == 2 and "--target-pieces seen (run: all)" in err
+
+
+def test_share_embeddings_needs_every_target_piece(capsys, tmp_path):
+    code, _, err = _run(capsys, ["train", "--out", str(tmp_path / "r"), *TINY,
+                                 "--share-embeddings"])
+    assert code == 2 and "--share-embeddings needs --target-pieces all" in err
+    assert not (tmp_path / "r").exists()
+    args = build_parser().parse_args(["train", "--out", "x", "--target-pieces", "all"])
+    assert args.target_pieces == "all"
 
 
 def test_share_embeddings_needs_subwords(capsys, tmp_path):

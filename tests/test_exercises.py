@@ -163,7 +163,7 @@ def test_exceptions_quote_the_readers_line(capsys):
 
     ok, out = run_checker(ex.check_scaled_dot_product_attention, broken, capsys)
     assert not ok
-    assert 'your line `raise RuntimeError("boom") # the reader\'s own line` raised ' \
+    assert 'your line \'raise RuntimeError("boom") # the reader\'s own line\' raised ' \
            "RuntimeError: boom" in flat(out)
 
 
@@ -196,7 +196,7 @@ def test_type_errors_inside_the_function_are_not_blamed_on_its_signature(
         checker, fn, fragment, capsys):
     """The issue's six examples: each gets a hint about the call that failed."""
     ok, out = run_checker(checker, fn, capsys)
-    assert not ok and "cannot be called as" not in out and "your line `" in out
+    assert not ok and "cannot be called as" not in out and "your line '" in out
     assert fragment in flat(out)
 
 
@@ -205,7 +205,7 @@ def test_not_a_function_and_no_return(capsys):
         sdpa_ok(q, k, v, mask)
 
     assert_hint(ex.check_scaled_dot_product_attention, 42, "expected a function", capsys)
-    assert_hint(ex.check_scaled_dot_product_attention, no_return, "is a `return` missing?",
+    assert_hint(ex.check_scaled_dot_product_attention, no_return, "is a 'return' missing?",
                 capsys)
 
 

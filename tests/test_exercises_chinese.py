@@ -109,11 +109,11 @@ def test_harness_messages_in_chinese(capsys):
         tokens.zero_()
         return mask
 
-    cases = [(ex.check_causal_mask, stub, "还没有实现：把 `raise NotImplementedError` 换成"),
+    cases = [(ex.check_causal_mask, stub, "还没有实现：把 'raise NotImplementedError' 换成"),
              (ex.check_causal_mask, lambda: None, "你的函数无法以 fn(length) 的形式调用"),
              (ex.check_padding_mask, mutates, "你的函数原地修改了某个输入张量"),
              (ex.check_causal_mask, 42, "这里需要一个函数，你传入的是一个 int。"),
-             (ex.check_causal_mask, lambda n: None, "实际是空值 None（是不是少了 `return`？）")]
+             (ex.check_causal_mask, lambda n: None, "实际是空值 None（是不是少了 'return'？）")]
     for checker, fn, fragment in cases:
         ok, out = run_checker(checker, fn, capsys, lang="zh")
         assert not ok and flat(fragment) in flat(out), out

@@ -349,7 +349,7 @@ GREEDY_MISTAKES = [
     (_step(finished="pad"), "not PAD"),
     (greedy_edits_model, "changed the model's weights or buffers"),
     (greedy_train_mode, "switched the model to training mode"),
-    (greedy_wrong_keyword, "has no argument `src_mask`"),
+    (greedy_wrong_keyword, "has no argument 'src_mask'"),
     (greedy_sampling, "different results for the same input"),
 ]
 

@@ -362,3 +362,83 @@ def test_checkpoint_with_a_subword_tokenizer_loads_weights_only(subword, tmp_pat
     assert translate(rebuilt, sentences, subword, subword, extra_len=5) == translate(
         model, sentences, subword, subword, extra_len=5
     )
+
+
+# --- a subword tokenizer restricted to the pieces a side uses --------------------------
+
+
+def test_restricted_subword_keeps_the_pieces_of_its_texts(subword, pairs):
+    targets = [t for _, t in pairs]
+    kept = subword.restricted_to(targets)
+    used = sorted({i for t in targets for i in subword.encode(t)} | {0, 1, 2, 3})
+    assert kept.model_ids == used and len(kept) == len(used) < len(subword)
+    for text in targets:  # the same pieces, renumbered, and the same text back
+        assert [kept.model_ids[i] for i in kept.encode(text)] == subword.encode(text)
+        assert kept.pieces(text) == subword.pieces(text)
+        assert kept.decode(kept.encode(text)) == text
+    assert [kept.id_to_piece(i) for i in range(4)] == [subword.id_to_piece(i) for i in range(4)]
+    assert (kept.pad_id, kept.bos_id, kept.eos_id, kept.unk_id) == (PAD_ID, BOS_ID, EOS_ID, UNK_ID)
+    ids = kept.encode(targets[0])
+    assert kept.decode([BOS_ID, *ids, EOS_ID, *ids, PAD_ID]) == targets[0]
+    with pytest.raises(ValueError, match="outside the vocabulary"):
+        kept.decode([len(kept)])
+
+
+def test_restricted_subword_encodes_a_piece_it_lacks_as_unknown(subword, pairs):
+    sources = [s for s, _ in pairs]
+    kept = subword.restricted_to(t for _, t in pairs)
+    missing = next(i for s in sources for i in subword.encode(s) if i not in kept.model_ids)
+    text = subword.decode([missing])
+    assert UNK_ID in kept.encode(text)
+    assert all(0 <= i < len(kept) for s in sources for i in kept.encode(s))
+    narrower = kept.restricted_to(sources)  # a restriction of a restriction keeps to both
+    assert set(narrower.model_ids) <= set(kept.model_ids) and missing not in narrower.model_ids
+
+
+def test_restricted_subword_travels_and_compares_with_its_pieces(subword, pairs, tmp_path):
+    kept = subword.restricted_to(t for _, t in pairs)
+    d = kept.to_dict()
+    assert d["pieces"].dtype == torch.int64 and d["pieces"].tolist() == kept.model_ids
+    assert "pieces" not in subword.to_dict()
+    as_list = {**d, "pieces": kept.model_ids}
+    for again in (tokenizer_from_dict(d), SubwordTokenizer.from_dict(as_list)):
+        assert again == kept and again.encode("A man rides.") == kept.encode("A man rides.")
+    assert kept != subword and subword.restricted_to([]) != kept
+    assert len(subword.restricted_to([])) == 4  # the specials only
+    import copy
+    import pickle
+    assert pickle.loads(pickle.dumps(kept)) == kept == copy.deepcopy(kept)
+    path = tmp_path / "ckpt.pt"
+    torch.save({"tgt": d}, path)
+    assert tokenizer_from_dict(torch.load(path, weights_only=True)["tgt"]) == kept
+    assert "of the model's" in repr(kept)
+
+
+@pytest.mark.parametrize("pieces, message", [
+    ([1, 2, 3, 4], "must start with the 4 special ids"),
+    ([0, 1, 2, 3, 9, 9], "increasing model ids, each once"),
+    ([0, 1, 2, 3, 10, 5], "increasing model ids, each once"),
+    ([0, 1, 2, 3, 10**6], "outside the model"),
+    ([0, 1, 2, 3, -1], "outside the model"),
+    (torch.tensor([[0, 1, 2, 3]]), "1-D integer tensor"),
+    (torch.tensor([0.0, 1, 2, 3]), "1-D integer tensor"),
+    ([0, 1, 2, 3, "5"], "must be model ids"),
+    ("0123", "must be model ids"),
+])
+def test_restricted_subword_rejects_bad_pieces(subword, pieces, message):
+    with pytest.raises((ValueError, TypeError), match=message):
+        SubwordTokenizer(subword.model_proto, pieces)
+
+
+def test_build_tokenizers_restricts_the_target_side_on_request(pairs):
+    src, tgt = build_tokenizers(pairs, "subword", vocab_size=400, target_pieces="seen")
+    whole, same = build_tokenizers(pairs, "subword", vocab_size=400)
+    assert src == whole is not None and same is whole
+    assert tgt == whole.restricted_to(t for _, t in pairs) and len(tgt) < len(src)
+    examples = encode_pairs(pairs, src, tgt)
+    assert [tgt.decode(t) for _, t in examples] == [t for _, t in pairs]
+    assert UNK_ID not in {i for _, t in examples for i in t}
+    ws, wt = build_tokenizers(pairs, "words", min_freq=1, target_pieces="seen")
+    assert (ws, wt) == build_tokenizers(pairs, "words", min_freq=1)  # per language already
+    with pytest.raises(ValueError, match="target_pieces must be one of"):
+        build_tokenizers(pairs, "subword", vocab_size=400, target_pieces="some")

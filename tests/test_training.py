@@ -314,8 +314,13 @@ def test_history_round_trip_and_plot():
     assert History.from_dict(d).to_dict() == d
     assert h.tokens_per_second == pytest.approx(500 / 2.5)
     assert h.smoothed_train_loss(window=2) == [9.0, 8.5, 7.5, 6.5, 5.5]
-    ax = h.plot()
+    ax = h.plot(window=2)
     assert ax.get_xlabel() == "optimiser step"
+    # History does not know whether the run smoothed its labels: the legend
+    # must not say so (chapter 11 trains without smoothing).
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert len(labels) == 2 and not any("smoothed" in t for t in labels)
+    assert "2-step mean" in labels[0]
     import matplotlib.pyplot as plt
 
     plt.close("all")

@@ -307,7 +307,11 @@ class Sources:
             candidates.append((value / 100, places + 2))
         for target, p in candidates:
             quantum = Decimal(1).scaleb(-p)
-            if target.quantize(quantum) in self.rounded(p):
+            try:
+                rounded = target.quantize(quantum)
+            except InvalidOperation:  # more digits than the context holds: no output has them
+                continue
+            if rounded in self.rounded(p):
                 return True
         return False
 

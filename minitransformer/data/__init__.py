@@ -24,7 +24,14 @@ from .multi30k import (
     load_multi30k,
 )
 from .multi30k import __all__ as _multi30k_names
-from .prepare import TOKENIZER_KINDS, build_tokenizers, build_vocabs, encode_pairs, tokenize_pairs
+from .prepare import (
+    TARGET_PIECES,
+    TOKENIZER_KINDS,
+    build_tokenizers,
+    build_vocabs,
+    encode_pairs,
+    tokenize_pairs,
+)
 from .subword import SubwordTokenizer
 from .synthetic import SPLITS, SYNTHETIC_TASKS, make_synthetic, split_of, synthetic_vocab_size
 from .tokenize import detokenize, tokenize
@@ -65,6 +72,7 @@ __all__ = [
     "tokenize_pairs",
     "build_vocabs",
     "TOKENIZER_KINDS",
+    "TARGET_PIECES",
     "build_tokenizers",
     "encode_pairs",
 ]

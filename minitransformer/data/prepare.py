@@ -16,11 +16,15 @@ from .tokenizers import Tokenizer, WordTokenizer, as_tokenizer
 from .vocab import Vocab
 
 __all__ = [
-    "tokenize_pairs", "build_vocabs", "TOKENIZER_KINDS", "build_tokenizers", "encode_pairs"
+    "tokenize_pairs", "build_vocabs", "TOKENIZER_KINDS", "TARGET_PIECES", "build_tokenizers",
+    "encode_pairs",
 ]
 
 #: The kinds of tokenizer :func:`build_tokenizers` makes.
 TOKENIZER_KINDS = ("words", "subword")
+#: The target side of a joint subword model: every piece, or the pieces its
+#: training targets use (:meth:`~minitransformer.data.SubwordTokenizer.restricted_to`).
+TARGET_PIECES = ("all", "seen")
 
 
 def tokenize_pairs(
@@ -51,6 +55,7 @@ def build_tokenizers(
     min_freq: int = 2,
     vocab_size: int = 8000,
     lowercase: bool = True,
+    target_pieces: str = "all",
 ) -> tuple[Tokenizer, Tokenizer]:
     """Source and target tokenizers learned from raw training pairs.
 
@@ -59,9 +64,17 @@ def build_tokenizers(
         kind: ``"words"``: a :class:`~minitransformer.data.tokenizers.WordTokenizer`
             per language (words seen ≥ ``min_freq`` times, ``lowercase``);
             ``"subword"``: one cased :class:`~minitransformer.data.subword.SubwordTokenizer`
-            of ``vocab_size`` pieces learned from both sides, returned twice
-            (source and target share it).
+            of ``vocab_size`` pieces learned from both sides, for both.
+        target_pieces: with ``"subword"``, ``"all"``: the target side uses
+            every piece, and the same tokenizer is returned twice (source
+            and target can share embeddings); ``"seen"``: the target side uses
+            only the pieces of the training targets (the same model, its own
+            smaller ids: a smaller output layer). Word vocabularies are per
+            language already, so ``"seen"`` changes nothing for ``"words"``.
     """
+    if target_pieces not in TARGET_PIECES:
+        raise ValueError(f"build_tokenizers: target_pieces must be one of {TARGET_PIECES}, "
+                         f"got {target_pieces!r}")
     if kind == "words":
         return (
             WordTokenizer.build((s for s, _ in pairs), min_freq, lowercase=lowercase),
@@ -69,6 +82,8 @@ def build_tokenizers(
         )
     if kind == "subword":
         joint = SubwordTokenizer.train([s for s, _ in pairs] + [t for _, t in pairs], vocab_size)
+        if target_pieces == "seen":
+            return joint, joint.restricted_to(t for _, t in pairs)
         return joint, joint
     raise ValueError(f"build_tokenizers: kind must be one of {TOKENIZER_KINDS}, got {kind!r}")
 

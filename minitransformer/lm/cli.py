@@ -229,7 +229,7 @@ def _sentences(args: argparse.Namespace) -> tuple[list[list[int]], list[list[int
     builds from the training pairs."""
     pairs = [load_pairs(split, *LANGS, args.data_root, not args.no_download)
              for split in ("train", "val")]
-    tokenizer = make_tokenizers(args, pairs[0])[LANGS.index(args.lang)]
+    tokenizer = make_tokenizers(args, pairs[0], target_pieces="all")[LANGS.index(args.lang)]
     side = LANGS.index(args.lang)
     longest = positions_for(args.max_len) - 2  # BOS and EOS around each sentence
     train, valid = ([ids for ids in (tokenizer.encode(p[side]) for p in split) if ids]

@@ -21,6 +21,7 @@ RESULTS = {
     "time_to_bleu": "benchmarks/bench_time_to_bleu.py",
     "vocab_choice": "benchmarks/campaign_translator.py (choose, then apply)",
     "recipe_choice": "benchmarks/campaign_translator.py (recipe, recipe-apply, recipe-test)",
+    "float32_ten_minutes": "benchmarks/float32_ten_minutes.py (choose, then test)",
     "lm_translation": "benchmarks/bench_lm_translation.py",
     "eras_translation": "benchmarks/bench_lm_translation.py --models encdec encdec-2020s",
     "modern_parts": "benchmarks/bench_modern_parts.py",

@@ -1,7 +1,7 @@
 """What a training run records, for plots and for resuming.
 
 :func:`minitransformer.training.fit` fills a :class:`History`: one entry per
-optimiser step (label-smoothed training loss, tokens, time) and one per
+optimiser step (training loss, tokens, time) and one per
 evaluation (validation cross-entropy). It converts to and from a plain dict,
 so it travels inside checkpoints and JSON files.
 """
@@ -22,7 +22,8 @@ class History:
 
     Attributes:
         step: optimiser step numbers (1, 2, ...).
-        train_loss: label-smoothed training loss of each step (nats/token).
+        train_loss: training loss of each step (nats/token): the trainer's
+            objective, label-smoothed when the run uses label smoothing.
         tokens: source + target tokens (non-pad) of each step, all processes.
         seconds: cumulative time spent in training steps (evaluation excluded).
         valid_step, valid_epoch, valid_loss: at each evaluation, the step,
@@ -102,7 +103,11 @@ class History:
         return out
 
     def plot(self, ax=None, window: int = 50):
-        """Training loss (moving average) and validation loss against the step."""
+        """Training loss (moving average) and validation loss against the step.
+
+        The training curve is the trainer's objective (label-smoothed if the
+        run used smoothing; History does not record which), the validation
+        curve plain cross-entropy."""
         import matplotlib.pyplot as plt
 
         self.flush()
@@ -111,7 +116,7 @@ class History:
         if self.train_loss:
             ax.plot(self.step, self.train_loss, alpha=0.25, lw=0.8, color="C0")
             ax.plot(self.step, self.smoothed_train_loss(window), color="C0",
-                    label=f"training (label-smoothed, {window}-step mean)")
+                    label=f"training loss ({window}-step mean)")
         if self.valid_loss:
             ax.plot(self.valid_step, self.valid_loss, "o-", color="C1",
                     label="validation (cross-entropy)")

@@ -195,6 +195,7 @@ class TokenizerSettings(TypedDict):
     kind: str  # "subword" (one cased BPE model for both languages) or "words"
     min_freq: int  # words: rarer words become <unk>
     vocab_size: int  # subword: pieces of the joint model
+    target_pieces: str  # subword: "all" pieces on the target side, or those its training uses
 
 
 class DataSettings(TypedDict):
@@ -211,6 +212,9 @@ CPU_TOKENIZERS: TokenizerSettings = {
     "kind": "subword",  # one cased BPE model for both languages; or "words"
     "min_freq": 2,  # words: rarer words become <unk>
     "vocab_size": 8000,  # subword: pieces of the joint model (chosen on validation BLEU)
+    # subword: the target side (the output layer) only has the pieces of the training
+    # targets, about 4,140 of the 8,000 on Multi30k (measured: benchmarks/README.md)
+    "target_pieces": "seen",
 }
 
 #: ``encode_pairs(max_len=)`` for the training pairs, ``TokenBatcher(max_tokens=)``.

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -138,7 +139,8 @@ def shared_embeddings(args: argparse.Namespace) -> bool:
     if args.share_embeddings is not None:
         return args.share_embeddings
     preset = CPU_MODELS[getattr(args, "preset", DEFAULT_PRESET)]
-    return preset["share_embeddings"] and args.tokenizer == "subword"
+    return (preset["share_embeddings"] and args.tokenizer == "subword"
+            and args.target_pieces == "all")
 
 
 def train_config_from_flags(args: argparse.Namespace) -> Any:
@@ -147,10 +149,12 @@ def train_config_from_flags(args: argparse.Namespace) -> Any:
 
 
 def data_settings(args: argparse.Namespace) -> dict:
-    """The data flags a resumed run must repeat (recorded in ``run.json``)."""
+    """The data flags a resumed run must repeat (recorded in ``run.json``;
+    ``--target-pieces`` only with subwords: word vocabularies are per language)."""
+    pieces = {"target_pieces": args.target_pieces} if args.tokenizer == "subword" else {}
     return {"tokenizer": args.tokenizer, "min_freq": args.min_freq,
-            "vocab_size": args.vocab_size, "max_len": args.max_len,
-            "max_tokens": args.max_tokens, "seed": args.seed}
+            "vocab_size": args.vocab_size, **pieces,
+            "max_len": args.max_len, "max_tokens": args.max_tokens, "seed": args.seed}
 
 
 def check_resume_flags(args: argparse.Namespace, src_vocab: Any, tgt_vocab: Any,
@@ -161,7 +165,12 @@ def check_resume_flags(args: argparse.Namespace, src_vocab: Any, tgt_vocab: Any,
     ckpt = load_checkpoint(args.out / "last.pt")
     names = {f.name: flag(f.name) for f, _ in options.config_fields(options.MODEL_CONFIG)}
     names.update({k: f"{v} gives {k}" for k, v in options.INVERTED.items()})
-    check_resume(args.out, ckpt, run_info(args), model_config, names, MULTI30K_LANGS)
+    # The vocabulary sizes follow from the data and the flags: other corpus files
+    # are reported below as other vocabularies, not as a size no flag sets.
+    sizes = {k: v for k, v in ckpt["model_config"].items()
+             if k in ("src_vocab_size", "tgt_vocab_size")}
+    check_resume(args.out, ckpt, run_info(args), dataclasses.replace(model_config, **sizes),
+                 names, MULTI30K_LANGS)
     stored_vocabs = [tokenizer_from_dict(ckpt["vocabs"].get(side)) for side in ("src", "tgt")]
     if stored_vocabs != [src_vocab, tgt_vocab]:
         raise RunError(f"--resume: the training data give other vocabularies than the run in "
@@ -179,13 +188,20 @@ def check_model_flags(args: argparse.Namespace) -> None:
     if args.share_embeddings and args.tokenizer != "subword":
         raise RunError("--share-embeddings needs --tokenizer subword (the word vocabularies "
                        "of the two languages differ)")
+    if args.share_embeddings and args.target_pieces != "all":
+        raise RunError("--share-embeddings needs --target-pieces all (one vocabulary for both "
+                       f"sides; --target-pieces {args.target_pieces} gives the target side "
+                       "fewer pieces)")
     model_config_from_flags(args, 1, 1)  # the config's own checks (e.g. --heads divides --d-model)
 
 
-def make_tokenizers(args: argparse.Namespace, train_pairs: list[tuple[str, str]]) -> tuple:
-    """(source, target) tokenizers learnt from the training pairs (``--tokenizer``)."""
+def make_tokenizers(args: argparse.Namespace, train_pairs: list[tuple[str, str]],
+                    target_pieces: str | None = None) -> tuple:
+    """(source, target) tokenizers learnt from the training pairs (``--tokenizer``);
+    the target side's pieces from ``target_pieces``, else ``--target-pieces``."""
     return build_tokenizers(train_pairs, args.tokenizer, min_freq=args.min_freq,
-                            vocab_size=args.vocab_size)
+                            vocab_size=args.vocab_size,
+                            target_pieces=target_pieces or args.target_pieces)
 
 
 def make_batches(args: argparse.Namespace, train_pairs: list, valid_pairs: list,
@@ -198,9 +214,13 @@ def make_batches(args: argparse.Namespace, train_pairs: list, valid_pairs: list,
         raise RunError("no usable training or validation pairs")
     train_batches = TokenBatcher(train_ex, args.max_tokens, shuffle=True, seed=args.seed)
     valid_batches = list(TokenBatcher(valid_ex, args.max_tokens, shuffle=False))
-    vocabularies = (f"one subword vocabulary of {len(tgt_vocab):,} pieces"
-                    if isinstance(tgt_vocab, SubwordTokenizer) else
-                    f"vocabularies {len(src_vocab):,} / {len(tgt_vocab):,} words")
+    if not isinstance(tgt_vocab, SubwordTokenizer):
+        vocabularies = f"vocabularies {len(src_vocab):,} / {len(tgt_vocab):,} words"
+    elif len(tgt_vocab) == len(src_vocab):
+        vocabularies = f"one subword vocabulary of {len(tgt_vocab):,} pieces"
+    else:
+        vocabularies = (f"one subword model of {len(src_vocab):,} pieces, {len(tgt_vocab):,} "
+                        "of them on the target side")
     print(f"{args.dataset} {args.src_lang}→{args.tgt_lang}: {len(train_ex):,} training pairs, "
           f"{len(valid_ex):,} validation pairs, {vocabularies}, {len(train_batches)} batches "
           "an epoch", flush=True)

@@ -270,6 +270,11 @@ def config_differences(stored: Mapping[str, Any] | None, wanted: Any,
 RESUME_KEYS = ("model_config", "vocabs", "optimizer_state", "train_state", "rng")
 
 
+#: Data settings of a run whose ``run.json`` does not record them (written
+#: before they existed): what every run had then.
+DATA_BEFORE_RECORDED: dict[str, Any] = {"target_pieces": "all"}
+
+
 def check_resume(out: Path, ckpt: Mapping[str, Any], now: Mapping[str, Any], model_config: Any,
                  names: Mapping[str, str], languages: tuple[str, ...]) -> None:
     """Check that the run in ``out`` (its ``last.pt``, loaded as ``ckpt``, and
@@ -293,7 +298,7 @@ def check_resume(out: Path, ckpt: Mapping[str, Any], now: Mapping[str, Any], mod
     preset = {k: d.get("preset", DEFAULT_PRESET) for k, d in (("run", info), ("now", now))}
     if preset["run"] != preset["now"]:
         differ.append(f"--preset {preset['now']} (run: {preset['run']})")
-    stored = info.get("data", {})
+    stored = {**DATA_BEFORE_RECORDED, **info.get("data", {})}
     differ += [f"--{k.replace('_', '-')} {v} (run: {stored[k]})"
                for k, v in now["data"].items() if stored.get(k, v) != v]
     differ += config_differences(ckpt["model_config"], model_config, names)

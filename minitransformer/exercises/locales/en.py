@@ -13,7 +13,7 @@ MESSAGES: dict[str, str] = {
     "harness.failed_on": "(failed on: {label})",
     "harness.not_callable": "expected a function, got {got}.",
     "harness.not_implemented": (
-        "Not implemented yet: replace `raise NotImplementedError` with your code, run the "
+        "Not implemented yet: replace 'raise NotImplementedError' with your code, run the "
         "cell, then run the check again."
     ),
     "harness.signature": (
@@ -21,7 +21,7 @@ MESSAGES: dict[str, str] = {
         "parameters."
     ),
     "harness.raised": "your function raised {error}",
-    "harness.raised_at": "your line `{line}` raised {error}",
+    "harness.raised_at": "your line '{line}' raised {error}",
     "harness.mutated": (
         "your function changed one of its input tensors in place (a method ending in _, "
         "like masked_fill_ or div_, or an indexed assignment). Work on new tensors so the "
@@ -73,7 +73,7 @@ MESSAGES: dict[str, str] = {
     "describe.tensor": "a tensor of shape {shape} and dtype {dtype}",
     "describe.sequence": "a {kind} of {n} items",
     "describe.other": "a {kind}",
-    "describe.none": "None (is a `return` missing?)",
+    "describe.none": "None (is a 'return' missing?)",
     # ------------------------------------------------------------------ structure
     "struct.tuple": "return a tuple ({names}); your function returned {got}.",
     "struct.not_tensor": "{name}: expected a torch.Tensor, got {got}.",
@@ -108,7 +108,7 @@ MESSAGES: dict[str, str] = {
     "name.sum": "l",
     "name.acc": "o",
     # ------------------------------------------------------------------ common errors
-    "err.keyword": "`{func}` has no argument `{arg}`: check its parameters with help({func}).",
+    "err.keyword": "'{func}' has no argument '{arg}': check its parameters with help({func}).",
     "err.ddof": "PyTorch has no ddof: use x.var(dim=-1, unbiased=False) (or correction=0).",
     "err.label_smoothing": "F.cross_entropy's keyword is label_smoothing=, not smoothing=.",
     "err.softmax_dim": "softmax needs the axis to normalise over: pass dim=-1.",
@@ -1007,7 +1007,7 @@ MESSAGES: dict[str, str] = {
         "mask, 0.8 ≤ r < 0.9 random, else keep."
     ),
     "bert.err.isin": (
-        "`token in special_ids` does not work on a tensor: build the bool tensor of special "
+        "'token in special_ids' does not work on a tensor: build the bool tensor of special "
         "positions with torch.isin(tokens, torch.tensor(special_ids))."
     ),
     "bert.err.randint": (

@@ -19,14 +19,14 @@ MESSAGES: dict[str, str] = {
     "harness.failed_on": "（出错的输入：{label}）",
     "harness.not_callable": "这里需要一个函数，你传入的是{got}。",
     "harness.not_implemented": (
-        "还没有实现：把 `raise NotImplementedError` 换成你的代码，运行这个单元格，"
+        "还没有实现：把 'raise NotImplementedError' 换成你的代码，运行这个单元格，"
         "然后再运行一次检查。"
     ),
     "harness.signature": (
         "你的函数无法以 {signature} 的形式调用（{error}）：请让它恰好带有这些参数。"
     ),
     "harness.raised": "你的函数抛出了 {error}",
-    "harness.raised_at": "你写的这一行 `{line}` 抛出了 {error}",
+    "harness.raised_at": "你写的这一行 '{line}' 抛出了 {error}",
     "harness.mutated": (
         "你的函数原地修改了某个输入张量（以 _ 结尾的方法，如 masked_fill_ 或 div_，"
         "或者下标赋值）。请在新张量上计算，让调用者的输入保持原样。"
@@ -69,7 +69,7 @@ MESSAGES: dict[str, str] = {
     "describe.tensor": "形状为 {shape}、dtype 为 {dtype} 的张量",
     "describe.sequence": "含 {n} 项的 {kind}",
     "describe.other": "一个 {kind}",
-    "describe.none": "空值 None（是不是少了 `return`？）",
+    "describe.none": "空值 None（是不是少了 'return'？）",
     # ------------------------------------------------------------------ structure
     "struct.tuple": "请返回一个元组（{names}）；你的函数返回的是{got}。",
     "struct.not_tensor": "{name}：应为 torch.Tensor，实际是{got}。",
@@ -103,7 +103,7 @@ MESSAGES: dict[str, str] = {
     "name.sum": "l（指数和）",
     "name.acc": "o（未归一化的加权和）",
     # ------------------------------------------------------------------ common errors
-    "err.keyword": "`{func}` 没有参数 `{arg}`：用 help({func}) 查看它的参数。",
+    "err.keyword": "'{func}' 没有参数 '{arg}'：用 help({func}) 查看它的参数。",
     "err.ddof": "PyTorch 没有 ddof：请用 x.var(dim=-1, unbiased=False)（或 correction=0）。",
     "err.label_smoothing": "F.cross_entropy 的关键字参数是 label_smoothing=，不是 smoothing=。",
     "err.softmax_dim": "softmax 需要知道在哪个轴上归一化：请传入 dim=-1。",
@@ -890,7 +890,7 @@ MESSAGES: dict[str, str] = {
         "请每个词元只抽一个数 r：r < 0.8 换成掩码，0.8 ≤ r < 0.9 换成随机词元，其余保持不变。"
     ),
     "bert.err.isin": (
-        "`token in special_ids` 不能用于张量：请用 torch.isin(tokens, torch.tensor(special_ids)) "
+        "'token in special_ids' 不能用于张量：请用 torch.isin(tokens, torch.tensor(special_ids)) "
         "构造标出特殊位置的布尔张量。"
     ),
     "bert.err.randint": (
@@ -1116,7 +1116,7 @@ MESSAGES: dict[str, str] = {
         "其中 e_i = exp(m_i − m)，而不是它们的一半。"
     ),
     "online.hint.nan": (
-        "两块都被屏蔽的行得到了 NaN：那里 m = −inf，而 exp(−inf − (−inf)) 是 NaN。在 m 为 −inf "
+        "两块都被遮住的行得到了 NaN：那里 m = −inf，而 exp(−inf − (−inf)) 是 NaN。在 m 为 −inf "
         "的地方改为减去 0，torch.where(torch.isinf(m), 0.0, m)，这样两个因子都是 0，l 和 o "
         "仍为 0。"
     ),
