@@ -333,7 +333,7 @@ def main() -> None:
         print(f"ratio {first} / {other}: median of rounds {ratios[other]['median']:.3f} "
               f"(range {ratios[other]['min']:.3f}-{ratios[other]['max']:.3f})")
     flops = {v: matmul_flops_per_token(t, batches_for(v, batches[: args.steps]))
-                 for v, t in trainers.items()}
+             for v, t in trainers.items()}
     after = machine.print_machine("after")
     peak = statistics.mean([m["matmul_1024_gflops"]["wall"] for m in (before, after)])
     share = {v: medians[v] * flops[v] / 1e9 / peak for v in names}

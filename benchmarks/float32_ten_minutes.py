@@ -9,7 +9,7 @@ measures about 120 GFLOP/s with 2 threads (the project's AVX2 machine: 119 on
 
     python benchmarks/float32_ten_minutes.py budget
     python benchmarks/float32_ten_minutes.py choose --minutes M   # validation only
-    python benchmarks/float32_ten_minutes.py test                 # the defaults, test once
+    python benchmarks/float32_ten_minutes.py test --minutes M     # the defaults, test once
 
 ``choose``: the target side's pieces (``--target-pieces all``, every piece of
 the joint model, against ``seen``, the pieces of the training targets: a
@@ -18,8 +18,10 @@ smaller output layer, so more steps in the same time), seeds 0, 1, 2, each run
 :data:`RULE`, fixed before the runs. Writes ``results/float32_choice.json``.
 
 ``test``: ``train``'s defaults (after the choice) with ``--amp off``, each
-run for ``10 × 120 / G`` minutes, ``G`` measured just before it (median of
-three; ``--minutes M`` fixes it instead), seeds 0, 1, 2, each scored on validation and **once** on
+run for ``--minutes M`` (the record's runs: the choice's budget) or, without
+it, ``10 × 120 / G`` minutes with ``G`` measured just before each run (median
+of three; a first try, stopped: on this drifting machine one reading is a poor
+guide), seeds 0, 1, 2, each scored on validation and **once** on
 test_2016_flickr (beam 4 and greedy). Writes ``results/float32_ten_minutes.json``
 and chapter 10's copy of both steps, ``minitransformer/results/float32_ten_minutes.json``
 (``{"choice": ..., "test": ...}``).
